@@ -1,0 +1,52 @@
+"""Global defaults (the "global" precedence level), read at call time.
+
+Like ``structlog.configure()``: tools decorated at import time honour a later
+``configure()``. Dispatchers cache their resolved chains and check :func:`version`
+on each call, so a change takes effect on the next call, not per call work.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import attrs
+
+from toolguard.policy import ToolPolicy, policy_from_options
+
+__all__ = ["configure", "get_config", "reset_defaults"]
+
+_lock = threading.Lock()
+_policy = ToolPolicy()
+_version = 0
+
+
+def configure(**options: Any) -> None:
+    """Set global defaults; only the options given change.
+
+    Accepts the :class:`~toolguard.ToolPolicy` fields (``on_error``,
+    ``return_direct``, ``log_level``, ``redact``). Pass ``UNSET`` to clear one.
+    """
+    global _policy, _version
+    changes = policy_from_options(options, where="configure()")
+    with _lock:
+        _policy = attrs.evolve(_policy, **{name: getattr(changes, name) for name in options})
+        _version += 1
+
+
+def get_config() -> ToolPolicy:
+    """The global level as a frozen :class:`~toolguard.ToolPolicy`."""
+    return _policy
+
+
+def reset_defaults() -> None:
+    """Forget every ``configure()`` call."""
+    global _policy, _version
+    with _lock:
+        _policy = ToolPolicy()
+        _version += 1
+
+
+def version() -> int:
+    """A counter bumped by every change; caches compare it to stay fresh."""
+    return _version

@@ -1,0 +1,234 @@
+"""``@tool`` and :class:`Tool`, built on ``wrapt``.
+
+The decorated function stays a normal function: calling it runs it unchanged
+(same signature, result and exceptions). What ``@tool`` adds lives beside it: a
+:class:`ToolSpec` (name, description, schema, validator, policy) built once, at
+decoration, and ``invoke``/``ainvoke`` for one guarded call.
+
+``@tool`` must be the outermost decorator, above ``@staticmethod`` and
+``@classmethod``. On an instance method, the schema leaves ``self`` out and the
+dispatcher needs the tool bound to an instance (``Dispatcher([obj.method])``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
+
+import attrs
+import wrapt
+
+from toolguard.errors import ToolDefinitionError
+from toolguard.policy import ToolPolicy, policy_from_options
+from toolguard.schema import Arguments, build_arguments, describe
+
+if TYPE_CHECKING:
+    from toolguard.dispatch import Dispatcher
+    from toolguard.results import ToolCall, ToolResult
+
+__all__ = ["BoundTool", "Tool", "ToolSpec", "tool"]
+
+P = ParamSpec("P")
+P2 = ParamSpec("P2")
+R = TypeVar("R")
+R2 = TypeVar("R2")
+T = TypeVar("T")
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """Everything ``@tool`` learnt about a function, computed once."""
+
+    name: str
+    description: str
+    policy: ToolPolicy
+    arguments: Arguments
+    is_async: bool
+    is_method: bool = False
+    docs: dict[str, str] = attrs.field(factory=dict, repr=False)
+
+
+def _passthrough(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    return wrapped(*args, **kwargs)
+
+
+class _ToolAPI:
+    """The tool-facing API shared by :class:`Tool` and its bound form."""
+
+    _self_spec: ToolSpec
+
+    @property
+    def name(self) -> str:
+        return self._self_spec.name
+
+    @property
+    def description(self) -> str:
+        return self._self_spec.description
+
+    @property
+    def policy(self) -> ToolPolicy:
+        return self._self_spec.policy
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the arguments the model may send."""
+        return self._self_spec.arguments.parameters
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._self_spec
+
+    def _dispatcher(self) -> Dispatcher:
+        """A one-tool dispatcher: the tool's policy over the global defaults."""
+        from toolguard.dispatch import Dispatcher
+
+        return Dispatcher([self])  # type: ignore[list-item]
+
+    def invoke(
+        self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
+    ) -> ToolResult:
+        """One guarded call under the global defaults (no agent level)."""
+        return self._dispatcher().dispatch(self._as_call(arguments), context=context)
+
+    async def ainvoke(
+        self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
+    ) -> ToolResult:
+        """Async :meth:`invoke`."""
+        return await self._dispatcher().adispatch(self._as_call(arguments), context=context)
+
+    def _as_call(self, arguments: ToolCall | dict[str, Any] | str | None) -> ToolCall:
+        from toolguard.results import ToolCall
+
+        if isinstance(arguments, ToolCall):
+            return arguments
+        return ToolCall(name=self.name, arguments=arguments)
+
+
+class BoundTool(_ToolAPI, wrapt.BoundFunctionWrapper[P, R]):
+    """A :class:`Tool` looked up on an instance or a class (a bound method)."""
+
+
+class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
+    """What ``@tool`` returns: the function, unchanged when called, plus its spec."""
+
+    __bound_function_wrapper__ = BoundTool  # type: ignore[assignment]
+
+    def __init__(self, wrapped: Callable[P, R], spec: ToolSpec) -> None:
+        super().__init__(wrapped, _passthrough)
+        self._self_spec = spec
+
+    def _dispatcher(self) -> Dispatcher:
+        cached: Dispatcher | None = getattr(self, "_self_dispatcher", None)
+        if cached is None:
+            cached = super()._dispatcher()
+            self._self_dispatcher = cached
+        return cached
+
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(
+            self: Tool[Concatenate[T, P2], R2], instance: T, owner: type[Any] | None = None, /
+        ) -> BoundTool[P2, R2]: ...
+        @overload
+        def __get__(self, instance: None, owner: type[Any] | None = None, /) -> BoundTool[P, R]: ...
+        def __get__(self, instance: Any, owner: type[Any] | None = None, /) -> Any: ...
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        """Defined in a class body: an instance method's ``self`` leaves the schema."""
+        set_name = getattr(self.__wrapped__, "__set_name__", None)
+        if set_name is not None:
+            set_name(owner, name)
+        spec = self._self_spec
+        if self._self_binding == "function" and not spec.is_method:
+            arguments = build_arguments(
+                self.__wrapped__, tool=spec.name, skip_first=True, docs=spec.docs
+            )
+            self._self_spec = attrs.evolve(spec, arguments=arguments, is_method=True)
+
+
+def _build(
+    function: Any,
+    *,
+    name: str | None,
+    description: str | None,
+    options: dict[str, Any],
+) -> Tool[Any, Any]:
+    target = function
+    skip_first = False
+    if isinstance(function, classmethod):
+        target, skip_first = function.__func__, True
+    elif isinstance(function, staticmethod):
+        target = function.__func__
+    if not callable(target):
+        raise ToolDefinitionError(f"@tool decorates a function or method, got {function!r}")
+    tool_name = name if name is not None else getattr(target, "__name__", "")
+    if not isinstance(tool_name, str) or not _NAME.match(tool_name):
+        raise ToolDefinitionError(
+            f"tool name {tool_name!r} is not allowed; providers accept 1-64 characters "
+            "from A-Z, a-z, 0-9, '_' and '-'"
+        )
+    if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
+        raise ToolDefinitionError(
+            f"tool {tool_name!r}: generators are not supported; return the whole result"
+        )
+    try:
+        policy = policy_from_options(options, where=f"tool {tool_name!r}")
+    except (TypeError, ValueError) as error:
+        raise ToolDefinitionError(str(error)) from None
+    summary, docs = describe(target)
+    if description is not None and not isinstance(description, str):
+        raise ToolDefinitionError(f"tool {tool_name!r}: description must be a str")
+    spec = ToolSpec(
+        name=tool_name,
+        description=description if description is not None else summary,
+        policy=policy,
+        arguments=build_arguments(target, tool=tool_name, skip_first=skip_first, docs=docs),
+        is_async=inspect.iscoroutinefunction(target),
+        is_method=skip_first,
+        docs=docs,
+    )
+    return Tool(function, spec)
+
+
+@overload
+def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **options: Any,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def tool(
+    function: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **options: Any,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
+
+    Options are the :class:`~toolguard.ToolPolicy` fields: ``on_error`` (a handler,
+    a fixed message or a callable), ``return_direct`` (``False``, ``True``,
+    ``"always"`` or a predicate on the result), ``log_level``, ``redact``. A bad
+    option fails here, at import time, naming the tool and what is allowed.
+    """
+    if function is not None:
+        return _build(function, name=name, description=description, options=options)
+
+    def decorate(fn: Callable[P, R]) -> Tool[P, R]:
+        return _build(fn, name=name, description=description, options=options)
+
+    return decorate

@@ -1,0 +1,98 @@
+"""Hidden-cause events, error ids and redaction.
+
+toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
+``structlog.configure()``: the application owns logging. Events (stable names):
+
+``tool_error_hidden``
+    A failure was handled and something about it was hidden from the model.
+    Logged exactly once per failure, at the policy's ``log_level``, with
+    ``exc_info`` set to the exception itself and the fields ``tool``, ``call_id``,
+    ``error_id``, ``answered_by`` (the precedence level whose handler answered),
+    ``handler``, ``error_type`` and ``arguments`` (redacted).
+``tool_call_failed``
+    A handler failed the invocation (``ToolCallFailed``), logged once at ERROR.
+``handler_raised``
+    A handler raised something other than ``ToolCallFailed``; logged at ERROR with
+    the original failure, which the raised exception carries as ``__context__``.
+``blank_model_message``
+    A model-visible exception gave a blank message; it was treated as hidden.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+EVENT_HIDDEN = "tool_error_hidden"
+EVENT_FAILED = "tool_call_failed"
+EVENT_HANDLER_RAISED = "handler_raised"
+EVENT_BLANK_MESSAGE = "blank_model_message"
+
+REDACTED = "[redacted]"
+_MAX_DEPTH = 20
+
+
+def logger() -> Any:
+    """The toolguard logger, looked up per event so the app's config always applies."""
+    return structlog.get_logger("toolguard")
+
+
+def new_error_id() -> str:
+    """A short random id (8 hex digits) that the model's message can quote."""
+    return os.urandom(4).hex()
+
+
+def redact(value: Any, keys: tuple[str, ...], _depth: int = 0) -> Any:
+    """Mask the values of mapping keys that contain any of ``keys`` (case-insensitive)."""
+    if _depth > _MAX_DEPTH:
+        return "[too deep]"
+    if isinstance(value, Mapping):
+        return {
+            key: (
+                REDACTED
+                if isinstance(key, str) and any(k in key.lower() for k in keys)
+                else redact(item, keys, _depth + 1)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item, keys, _depth + 1) for item in value]
+    return value
+
+
+def arguments_for_log(arguments: Any, keys: tuple[str, ...]) -> Any:
+    """What of the model's arguments may appear in a log event.
+
+    Parsed arguments pass through :func:`redact`; a raw string that could not be
+    parsed cannot be redacted, so only its length is logged.
+    """
+    if arguments is None or isinstance(arguments, Mapping):
+        return redact(arguments, keys) if arguments else {}
+    if isinstance(arguments, str):
+        import json
+
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return f"[unparsed, {len(arguments)} chars]"
+        return redact(parsed, keys)
+    return f"[{type(arguments).__name__}]"
+
+
+def emit(log_level: str, event: str, /, **fields: Any) -> None:
+    """Log one event at ``log_level``; a failing logging pipeline never breaks a call."""
+    try:
+        getattr(logger(), log_level)(event, **fields)
+    except Exception:
+        # Fall back to the standard library so the cause is not lost with the event.
+        logging.getLogger("toolguard").log(
+            logging.getLevelNamesMapping().get(log_level.upper(), logging.WARNING),
+            "%s (structlog failed on this event) %s",
+            event,
+            {k: v for k, v in fields.items() if k != "exc_info"},
+            exc_info=fields.get("exc_info"),
+        )

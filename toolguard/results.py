@@ -1,0 +1,188 @@
+"""The values that flow through a dispatcher: calls in, results and rounds out."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any, TypeAlias
+
+import attrs
+
+from toolguard.errors import ResultNotSerializable
+
+__all__ = [
+    "Content",
+    "ContentBlock",
+    "Image",
+    "Output",
+    "Round",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+    "to_content",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """One tool call as the model sent it.
+
+    ``arguments`` is a dict, the JSON string a model sent, or ``None``; ``None``
+    and ``""`` both mean "no arguments".
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | str | None = None
+    id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Text:
+    """A text content block."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class Image:
+    """An image content block: base64 ``data`` and its ``media_type`` (``image/png``)."""
+
+    data: str
+    media_type: str
+
+
+ContentBlock: TypeAlias = Text | Image
+Content: TypeAlias = str | tuple[ContentBlock, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Output:
+    """What a tool returns when it has data for the application too.
+
+    ``content`` goes to the model (serialised like any return value); ``artifact``
+    stays in the process, on :attr:`ToolResult.artifact`.
+    """
+
+    content: Any
+    artifact: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    """The answer to one :class:`ToolCall`.
+
+    ``content`` is what the model sees. ``error_id`` is set when a failure's cause
+    was hidden from the model (and logged under that id). ``return_direct`` says
+    whether this result asks the agent loop to stop. ``artifact`` is data for the
+    application, never sent to the model.
+    """
+
+    call_id: str | None
+    name: str
+    content: Content
+    is_error: bool = False
+    return_direct: bool = False
+    error_id: str | None = None
+    artifact: Any = None
+
+    @property
+    def text(self) -> str:
+        """The content as plain text (text blocks joined; images as a placeholder)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(
+            block.text if isinstance(block, Text) else f"[image {block.media_type}]"
+            for block in self.content
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Round:
+    """The results of one round of parallel tool calls.
+
+    ``results`` has one result per call, in call order. ``stop`` says whether the
+    agent loop should end after this round (see ``return_direct_mode``); ``final``
+    is the first result, in call order, that asked to stop, when ``stop`` is true.
+    """
+
+    results: tuple[ToolResult, ...]
+    stop: bool = False
+    final: ToolResult | None = None
+
+
+# --- return value -> content ------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    """``json.dumps`` fallback: the common rich types, deterministically."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=_sort_key)
+    if isinstance(value, decimal.Decimal | uuid.UUID | PurePath):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)  # pydantic v2 models
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, tuple | Sequence) and not isinstance(value, str):
+        return list(value)
+    raise ResultNotSerializable(
+        f"cannot serialise a {type(value).__module__}.{type(value).__qualname__} for the model; "
+        "return a str, a JSON-compatible value, a dataclass, attrs class or pydantic model, "
+        "or toolguard.Output(content=..., artifact=...)"
+    )
+
+
+def _sort_key(item: Any) -> tuple[str, str]:
+    return (type(item).__name__, json.dumps(item, default=_jsonable, sort_keys=True))
+
+
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False
+).encode
+
+
+def to_content(value: Any) -> tuple[Content, Any]:
+    """Turn a tool's return value into ``(content, artifact)``.
+
+    Strings pass through; lists of content blocks become block tuples; everything
+    else is serialised to a JSON string (``add(1, 2)`` gives ``"3"``).
+    """
+    kind = type(value)
+    if kind is str:
+        return value, None
+    if kind is int:
+        return str(value), None
+    if kind is Output:
+        content, _ = to_content(value.content)
+        return content, value.artifact
+    if kind is Text or kind is Image:
+        return (value,), None
+    if (
+        (kind is list or kind is tuple)
+        and value
+        and all(type(block) is Text or type(block) is Image for block in value)
+    ):
+        return tuple(value), None
+    try:
+        return _encode(value), None
+    except ValueError as error:  # NaN / Infinity, circular references
+        raise ResultNotSerializable(
+            f"cannot serialise the tool's result as JSON: {error}"
+        ) from None

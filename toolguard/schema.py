@@ -1,0 +1,276 @@
+"""Signature + docstring -> JSON Schema; argument validation; injected arguments.
+
+Everything here runs once, when a tool is decorated: the validator that checks
+the model's arguments is a pydantic-core validator over a ``TypedDict`` built
+from the signature, so a call only pays for one ``validate_python`` (dict
+arguments) or ``validate_json`` (the string the model sent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Final, Literal, NotRequired
+
+import attrs
+import docstring_parser
+import pydantic
+import pydantic_core
+from typing_extensions import TypedDict
+
+from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
+from toolguard.results import ToolCall
+
+__all__ = ["Arguments", "Injected", "InjectedCallId", "build_arguments", "describe"]
+
+
+class InjectedCallId:
+    """Marker: ``call_id: Annotated[str, InjectedCallId]`` receives the call's id.
+
+    Never in the schema; a model that sends it is refused.
+    """
+
+
+class Injected:
+    """Marker: ``user: Annotated[User, Injected]`` receives ``dispatch(..., context=...)``.
+
+    Never in the schema; a model that sends it is refused, so it cannot spoof it.
+    """
+
+
+_MAX_PROBLEMS: Final = 10
+_EXCERPT: Final = 40
+
+
+def _excerpt(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
+
+
+def _kind(schema: Mapping[str, Any]) -> str:
+    """A short human name for what a property schema expects."""
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        return " or ".join(_kind(option) for option in schema["anyOf"])
+    if "$ref" in schema:
+        return "an object"
+    kind = schema.get("type")
+    names = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "an array",
+        "object": "an object",
+        "null": "null",
+    }
+    return names.get(kind, "any value") if isinstance(kind, str) else "any value"
+
+
+@attrs.frozen
+class Arguments:
+    """How one tool takes its arguments: schema for the model, validator, injection."""
+
+    tool: str
+    parameters: dict[str, Any]
+    validator: pydantic_core.SchemaValidator = attrs.field(repr=False)
+    positional: tuple[str, ...]
+    call_id_params: tuple[str, ...]
+    context_params: tuple[str, ...]
+
+    @property
+    def injected(self) -> tuple[str, ...]:
+        return self.call_id_params + self.context_params
+
+    def bind(self, call: ToolCall, context: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Validate the model's arguments; return ``(args, kwargs)`` for the function.
+
+        Raises :class:`InvalidArguments` (model-visible) when they do not fit, and
+        :class:`InjectionError` (hidden: the application's bug) when an injected
+        value is missing.
+        """
+        raw = call.arguments
+        try:
+            if raw is None or raw == "":
+                kwargs = self.validator.validate_python({})
+            elif type(raw) is str:
+                kwargs = self.validator.validate_json(raw)
+            else:
+                kwargs = self.validator.validate_python(raw)
+        except pydantic_core.ValidationError as error:
+            raise self._invalid(error) from None
+        if self.call_id_params:
+            if call.id is None:
+                raise InjectionError(
+                    f"tool {self.tool!r} needs the call id (parameter "
+                    f"{self.call_id_params[0]!r}) but the ToolCall has no id"
+                )
+            for name in self.call_id_params:
+                kwargs[name] = call.id
+        if self.context_params:
+            if context is None:
+                raise InjectionError(
+                    f"tool {self.tool!r} needs application context (parameter "
+                    f"{self.context_params[0]!r}); pass dispatch(..., context=...)"
+                )
+            for name in self.context_params:
+                kwargs[name] = context
+        if self.positional:
+            return tuple(kwargs.pop(name) for name in self.positional), kwargs
+        return (), kwargs
+
+    def _invalid(self, error: pydantic_core.ValidationError) -> InvalidArguments:
+        properties = self.parameters.get("properties", {})
+        allowed = ", ".join(properties) or "no arguments"
+        problems: list[str] = []
+        for detail in error.errors(include_url=False, include_context=False)[:_MAX_PROBLEMS]:
+            loc = detail["loc"]
+            kind = detail["type"]
+            if not loc:
+                if kind == "json_invalid":
+                    problems.append(
+                        "the arguments are not valid JSON "
+                        f"({detail['msg'].removeprefix('Invalid JSON: ')}); send one JSON object"
+                    )
+                else:
+                    problems.append(
+                        f"the arguments must be a JSON object, got {_excerpt(detail['input'])}"
+                    )
+                continue
+            name = str(loc[0])
+            path = ".".join(str(part) for part in loc)
+            if kind == "extra_forbidden" and len(loc) == 1:
+                if name in self.injected:
+                    problems.append(f"{name!r}: set by the application; it cannot be sent")
+                else:
+                    problems.append(f"{name!r}: unexpected argument; this tool accepts: {allowed}")
+            elif kind == "missing" and len(loc) == 1:
+                expected = _kind(properties.get(name, {}))
+                problems.append(f"{name!r}: missing required argument ({expected})")
+            else:
+                problems.append(
+                    f"{path!r}: {detail['msg'].rstrip('.')}, got {_excerpt(detail['input'])}"
+                )
+        hidden = error.error_count() - len(problems)
+        if hidden > 0:
+            problems.append(f"... and {hidden} more")
+        message = f"Invalid arguments for tool '{self.tool}':\n" + "\n".join(
+            f"- {problem}" for problem in problems
+        )
+        return InvalidArguments(message, tool=self.tool, problems=tuple(problems))
+
+
+def describe(function: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """The docstring's first paragraph, and each documented argument's description."""
+    doc = inspect.getdoc(function) or ""
+    if not doc:
+        return "", {}
+    parsed = docstring_parser.parse(doc)
+    text = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
+    first = " ".join(text.split("\n\n", 1)[0].split())
+    params = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return first, params
+
+
+def _is_marker(meta: Any, marker: type) -> bool:
+    return meta is marker or isinstance(meta, marker)
+
+
+def build_arguments(
+    function: Callable[..., Any],
+    *,
+    tool: str,
+    skip_first: bool,
+    docs: Mapping[str, str],
+) -> Arguments:
+    """Build the schema and the validator for ``function`` (once, at decoration)."""
+    try:
+        signature = inspect.signature(function)
+        hints = typing.get_type_hints(function, include_extras=True)
+    except (NameError, TypeError, ValueError) as error:
+        raise ToolDefinitionError(f"tool {tool!r}: cannot read its signature: {error}") from None
+    params = list(signature.parameters.values())
+    if skip_first and params:
+        params = params[1:]
+
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    positional: list[str] = []
+    call_id_params: list[str] = []
+    context_params: list[str] = []
+    extra: Literal["forbid", "allow"] = "forbid"
+    for param in params:
+        if param.kind is param.VAR_POSITIONAL:
+            raise ToolDefinitionError(
+                f"tool {tool!r}: *{param.name} is not supported; a model sends named arguments"
+            )
+        if param.kind is param.VAR_KEYWORD:
+            extra = "allow"
+            continue
+        annotation = hints.get(param.name, Any)
+        metadata = getattr(annotation, "__metadata__", ())
+        if any(_is_marker(m, InjectedCallId) for m in metadata):
+            call_id_params.append(param.name)
+            continue
+        if any(_is_marker(m, Injected) for m in metadata):
+            context_params.append(param.name)
+            continue
+        if param.kind is param.POSITIONAL_ONLY:
+            positional.append(param.name)
+        text = next((m for m in metadata if isinstance(m, str)), None) or docs.get(param.name)
+        if text is not None:
+            annotation = Annotated[annotation, pydantic.Field(description=text)]
+        if param.default is param.empty:
+            fields[param.name] = annotation
+        else:
+            fields[param.name] = NotRequired[annotation]
+            defaults[param.name] = param.default
+
+    make_typed_dict: Any = TypedDict  # built from the signature: a runtime-only TypedDict
+    arguments_type = make_typed_dict(f"{tool}_arguments", fields)
+    arguments_type.__pydantic_config__ = pydantic.ConfigDict(extra=extra)
+    try:
+        adapter = pydantic.TypeAdapter(arguments_type)
+        schema = adapter.json_schema()
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+        raise ToolDefinitionError(
+            f"tool {tool!r}: cannot build a schema for its arguments: {error}"
+        ) from None
+    except TypeError as error:
+        raise ToolDefinitionError(f"tool {tool!r}: cannot build a schema: {error}") from None
+    properties = schema.setdefault("properties", {})
+    for name, default in defaults.items():
+        # a default the model cannot see as JSON is simply not advertised
+        with contextlib.suppress(pydantic_core.PydanticSerializationError):
+            properties[name]["default"] = pydantic_core.to_jsonable_python(default)
+    _strip_titles(schema)
+    schema.pop("title", None)
+    return Arguments(
+        tool=tool,
+        parameters=schema,
+        validator=adapter.validator,  # type: ignore[arg-type]
+        positional=tuple(positional),
+        call_id_params=tuple(call_id_params),
+        context_params=tuple(context_params),
+    )
+
+
+def _strip_titles(schema: Any) -> None:
+    """Drop pydantic's generated ``title`` keys of properties (noise to a model)."""
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for prop in props.values():
+                if isinstance(prop, dict):
+                    prop.pop("title", None)
+        for value in schema.values():
+            _strip_titles(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _strip_titles(value)
