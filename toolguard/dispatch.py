@@ -60,6 +60,7 @@ __all__ = ["Dispatcher"]
 
 ReturnDirectMode = Literal["any", "all"]
 _GLOB_CHARS: Final = re.compile(r"[*?\[]")
+_FOREIGN_CACHE: Final = 256
 
 
 @attrs.define(slots=True)
@@ -114,13 +115,7 @@ class Dispatcher:
             self._add(candidate)
         self._overrides = self._check_overrides(overrides or {})
         self._entries = {name: self._entry(name, t) for name, t in self._tools.items()}
-        self._unknown = _Entry(
-            name="",
-            function=_never_called,
-            arguments=None,  # type: ignore[arg-type]
-            is_async=False,
-            layers=(("agent", self._defaults),),
-        )
+        self._foreign: dict[str, _Entry] = {}
 
     # --- construction ------------------------------------------------------------
 
@@ -170,24 +165,46 @@ class Dispatcher:
                 )
         return (*exact, *globs)
 
-    def _entry(self, name: str, t: Tool[..., Any] | BoundTool[..., Any]) -> _Entry:
-        overrides: tuple[tuple[Level, ToolPolicy], ...] = tuple(
+    def _override_layers(self, name: str) -> tuple[tuple[Level, ToolPolicy], ...]:
+        return tuple(
             ("override", policy)
             for key, policy, pattern in self._overrides
             if (pattern.match(name) if pattern else key == name)
         )
-        layers: tuple[tuple[Level, ToolPolicy], ...] = (
-            *overrides,
-            ("tool", t.spec.policy),
-            ("agent", self._defaults),
-        )
+
+    def _entry(self, name: str, t: Tool[..., Any] | BoundTool[..., Any]) -> _Entry:
         return _Entry(
             name=name,
             function=t.__wrapped__,
             arguments=t.spec.arguments,
             is_async=t.spec.is_async,
-            layers=layers,
+            layers=(
+                *self._override_layers(name),
+                ("tool", t.spec.policy),
+                ("agent", self._defaults),
+            ),
         )
+
+    def _foreign_entry(self, name: str) -> _Entry:
+        """The policy levels for a name that is not one of this agent's tools.
+
+        Used for unknown tool names and for failures of other libraries' tools
+        (:meth:`handle_error`): overrides that match the name, then the agent.
+        Bounded, so random names from a model cannot grow it without end.
+        """
+        entry = self._foreign.get(name)
+        if entry is None:
+            entry = _Entry(
+                name=name,
+                function=_never_called,
+                arguments=None,  # type: ignore[arg-type]
+                is_async=False,
+                layers=(*self._override_layers(name), ("agent", self._defaults)),
+            )
+            if len(self._foreign) >= _FOREIGN_CACHE:
+                self._foreign.clear()
+            self._foreign[name] = entry
+        return entry
 
     # --- inspection --------------------------------------------------------------
 
@@ -197,19 +214,23 @@ class Dispatcher:
         return dict(self._tools)
 
     def explain(
-        self, tool_name: str, *, policy: ToolPolicy | None = None
+        self, tool_name: str, *, policy: ToolPolicy | None = None, foreign: bool = False
     ) -> dict[str, Setting | tuple[Setting, ...]]:
         """Each setting's effective value and the level that supplied it.
 
         ``on_error`` maps to the ordered chain of ``Setting(handler, level)`` that
         will be asked. ``policy`` adds a call level, as ``dispatch(..., policy=)``.
+        ``foreign=True`` explains a name that is not one of this agent's tools (the
+        policy :meth:`handle_error` applies to another library's tool).
         """
         entry = self._entries.get(tool_name)
         if entry is None:
-            raise KeyError(
-                f"no tool named {tool_name!r}{did_you_mean(tool_name, self._entries)}; "
-                f"tools: {', '.join(self._entries) or 'none'}"
-            )
+            if not foreign:
+                raise KeyError(
+                    f"no tool named {tool_name!r}{did_you_mean(tool_name, self._entries)}; "
+                    f"tools: {', '.join(self._entries) or 'none'}"
+                )
+            entry = self._foreign_entry(tool_name)
         return self._resolved(entry, policy).explain()
 
     def _resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
@@ -243,7 +264,7 @@ class Dispatcher:
         control flow."""
         entry = self._entries.get(call.name)
         if entry is None:
-            resolved = self._sync_resolved(self._unknown, policy)
+            resolved = self._sync_resolved(self._foreign_entry(call.name), policy)
             return self._handle(self._unknown_error(call), call, resolved)
         resolved = self._sync_resolved(entry, policy)
         if entry.is_async:
@@ -271,7 +292,7 @@ class Dispatcher:
     ) -> ToolResult:
         entry = self._entries.get(call.name)
         if entry is None:
-            resolved = self._resolved(self._unknown, policy)
+            resolved = self._resolved(self._foreign_entry(call.name), policy)
             return await self._ahandle(self._unknown_error(call), call, resolved)
         resolved = self._resolved(entry, policy)
         try:
@@ -312,6 +333,32 @@ class Dispatcher:
         )
 
     # --- failures ----------------------------------------------------------------
+
+    def handle_error(
+        self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Answer a failure of a tool that ran elsewhere (another library's tool).
+
+        For integrations that run the tool themselves: the failure goes through the
+        same chain as one of this agent's tools (call, override, tool when the name
+        is one of ours, agent, global, built-in), is logged the same way, and the
+        result is returned. Control flow and non-``Exception`` errors are re-raised.
+        """
+        if is_control_flow(error):
+            raise error
+        assert isinstance(error, Exception)
+        entry = self._entries.get(call.name) or self._foreign_entry(call.name)
+        return self._handle(error, call, self._sync_resolved(entry, policy), entry.name)
+
+    async def ahandle_error(
+        self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`handle_error` (async handlers allowed)."""
+        if is_control_flow(error):
+            raise error
+        assert isinstance(error, Exception)
+        entry = self._entries.get(call.name) or self._foreign_entry(call.name)
+        return await self._ahandle(error, call, self._resolved(entry, policy), entry.name)
 
     def _handle(
         self, error: Exception, call: ToolCall, resolved: Resolved, name: str = ""
