@@ -123,6 +123,10 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
         super().__init__(wrapped, _passthrough)
         self._self_spec = spec
 
+    def __reduce_ex__(self, protocol: Any) -> str:
+        """Pickle by reference, like a function: ``module.qualname``."""
+        return str(self.__qualname__)
+
     def _dispatcher(self) -> Dispatcher:
         cached: Dispatcher | None = getattr(self, "_self_dispatcher", None)
         if cached is None:

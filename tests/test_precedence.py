@@ -1,0 +1,185 @@
+"""The six-level precedence chain: call > override > tool > agent > global > builtin.
+
+For every pair of levels, the higher one wins for handlers and for scalar
+settings, a declining handler falls through to the lower one, and ``explain``
+names the level that supplied each setting.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+import pytest
+
+import toolguard
+from toolguard import Dispatcher, Setting, ToolCall, ToolPolicy, tool
+from toolguard.handlers import on
+from toolguard.policy import LEVELS, UNSET
+
+SETTABLE = ("call", "override", "tool", "agent", "global")
+PAIRS = [(hi, lo) for hi, lo in itertools.combinations(LEVELS, 2)]
+
+
+class Boom(Exception):
+    pass
+
+
+def _options(policy: ToolPolicy) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in attrs.asdict(policy, recurse=False).items()
+        if value is not UNSET
+    }
+
+
+def _run(levels: dict[str, ToolPolicy]) -> tuple[Dispatcher, ToolPolicy | None]:
+    """A dispatcher for one failing tool ``t`` with a policy at each given level."""
+
+    def t() -> str:
+        raise Boom("no")
+
+    guarded = tool(t, **_options(levels.get("tool", ToolPolicy())))
+    if "global" in levels:
+        toolguard.configure(**_options(levels["global"]))
+    dispatcher = Dispatcher(
+        [guarded],
+        overrides={"t": levels["override"]} if "override" in levels else None,
+        **_options(levels.get("agent", ToolPolicy())),
+    )
+    return dispatcher, levels.get("call")
+
+
+def _dispatch(levels: dict[str, ToolPolicy]) -> toolguard.ToolResult:
+    dispatcher, call_policy = _run(levels)
+    return dispatcher.dispatch(ToolCall(name="t", id="c1"), policy=call_policy)
+
+
+def _explain(levels: dict[str, ToolPolicy]) -> dict[str, Any]:
+    dispatcher, call_policy = _run(levels)
+    return dispatcher.explain("t", policy=call_policy)
+
+
+@pytest.mark.parametrize(("hi", "lo"), PAIRS)
+def test_higher_level_handler_answers(hi: str, lo: str) -> None:
+    levels = {
+        level: ToolPolicy(on_error=f"from {level}") for level in (hi, lo) if level in SETTABLE
+    }
+    result = _dispatch(levels)
+    assert result.is_error
+    assert result.content == f"from {hi}"
+
+
+@pytest.mark.parametrize(("hi", "lo"), [p for p in PAIRS if p[0] in SETTABLE])
+def test_declining_handler_falls_through_to_the_lower_level(hi: str, lo: str) -> None:
+    levels = {hi: ToolPolicy(on_error=on(KeyError, "only for KeyError"))}
+    if lo in SETTABLE:
+        levels[lo] = ToolPolicy(on_error=f"from {lo}")
+    result = _dispatch(levels)
+    if lo == "builtin":
+        assert result.content.startswith("The tool 't' failed because of an internal error")
+        assert result.error_id is not None and result.error_id in result.content
+    else:
+        assert result.content == f"from {lo}"
+
+
+@pytest.mark.parametrize(("hi", "lo"), PAIRS)
+def test_higher_level_scalar_wins_and_explain_names_it(
+    hi: str, lo: str, logs: list[dict[str, Any]]
+) -> None:
+    values = {"call": "critical", "override": "error", "tool": "info", "agent": "debug"}
+    values["global"] = "error" if hi != "override" and lo != "override" else "info"
+    levels = {level: ToolPolicy(log_level=values[level]) for level in (hi, lo) if level in SETTABLE}
+    expected = values.get(hi, "warning")
+    explained = _explain(levels)
+    assert explained["log_level"] == Setting(expected, hi)
+    result = _dispatch(levels)
+    [event] = [e for e in logs if e["event"] == "tool_error_hidden"]
+    assert event["log_level"] == expected
+    assert event["error_id"] == result.error_id
+
+
+@pytest.mark.parametrize(("hi", "lo"), PAIRS)
+def test_return_direct_takes_the_highest_level_that_sets_it(hi: str, lo: str) -> None:
+    levels = {}
+    if hi in SETTABLE:
+        levels[hi] = ToolPolicy(return_direct="always")
+    if lo in SETTABLE:
+        levels[lo] = ToolPolicy(return_direct=False)
+    result = _dispatch(levels)
+    # builtin says "never"; any settable level above it saying "always" wins
+    assert result.return_direct is (hi != "builtin")
+
+
+def test_explain_lists_the_whole_chain_in_precedence_order() -> None:
+    levels = {level: ToolPolicy(on_error=f"from {level}") for level in SETTABLE}
+    chain = _explain(levels)["on_error"]
+    assert [setting.level for setting in chain] == list(LEVELS)
+    assert [setting.value.name for setting in chain[:-1]] == [f"'from {lv}'" for lv in SETTABLE]
+
+
+def test_composed_handlers_at_one_level_are_asked_in_order_then_the_next_level() -> None:
+    tool_level = ToolPolicy(on_error=on(KeyError, "key") | on(ValueError, "value"))
+    chain = _explain({"tool": tool_level, "agent": ToolPolicy(on_error="agent")})["on_error"]
+    assert [(s.value.name, s.level) for s in chain] == [
+        ("on(KeyError, 'key')", "tool"),
+        ("on(ValueError, 'value')", "tool"),
+        ("'agent'", "agent"),
+        ("generic_unless_visible(BUILTIN_MESSAGE)", "builtin"),
+    ]
+    assert _dispatch({"tool": tool_level, "agent": ToolPolicy(on_error="agent")}).content == "agent"
+
+
+def test_configure_after_decoration_applies_on_the_next_call() -> None:
+    @tool
+    def t() -> str:
+        raise Boom("no")
+
+    dispatcher = Dispatcher([t])
+    assert dispatcher.dispatch(ToolCall(name="t")).content.startswith("The tool 't' failed")
+    toolguard.configure(on_error="global says no")
+    assert dispatcher.dispatch(ToolCall(name="t")).content == "global says no"
+    assert dispatcher.explain("t")["on_error"][0] == Setting(
+        dispatcher.explain("t")["on_error"][0].value, "global"
+    )
+    toolguard.reset_defaults()
+    assert dispatcher.dispatch(ToolCall(name="t")).content.startswith("The tool 't' failed")
+
+
+def test_exact_override_beats_a_glob_and_the_first_glob_beats_later_ones() -> None:
+    @tool
+    def search_web() -> str:
+        raise Boom("no")
+
+    dispatcher = Dispatcher(
+        [search_web],
+        overrides={
+            "search_*": ToolPolicy(on_error="first glob", log_level="info"),
+            "*": ToolPolicy(on_error="second glob", log_level="error"),
+            "search_web": ToolPolicy(on_error=on(KeyError, "exact declines")),
+        },
+    )
+    chain = dispatcher.explain("search_web")["on_error"]
+    assert [s.value.name for s in chain[:3]] == [
+        "on(KeyError, 'exact declines')",
+        "'first glob'",
+        "'second glob'",
+    ]
+    assert dispatcher.dispatch(ToolCall(name="search_web")).content == "first glob"
+    assert dispatcher.explain("search_web")["log_level"] == Setting("info", "override")
+
+
+def test_an_override_naming_no_tool_is_an_error_with_a_suggestion() -> None:
+    @tool
+    def search_web() -> str:
+        return "ok"
+
+    with pytest.raises(toolguard.ToolDefinitionError, match="did you mean 'search_web'"):
+        Dispatcher([search_web], overrides={"search_wbe": ToolPolicy(on_error="x")})
+
+
+def test_explain_of_an_unknown_tool_suggests_the_closest_name() -> None:
+    dispatcher = Dispatcher([tool(lambda: "x", name="lookup")])
+    with pytest.raises(KeyError, match="did you mean 'lookup'"):
+        dispatcher.explain("lookpu")
