@@ -574,3 +574,40 @@ def test_tool_error_from_a_method_reaches_the_model() -> None:
     result = Dispatcher([Shop().buy]).dispatch(ToolCall(name="buy", arguments={"item": "tea"}))
     assert result.content == "tea is sold out; suggest something else."
     assert result.error_id is None
+
+
+# --- max_result_chars ------------------------------------------------------------------
+
+
+def test_long_results_are_truncated_with_a_note_to_the_model() -> None:
+    @tool(max_result_chars=100)
+    def long_text() -> str:
+        return "a" * 250
+
+    result = Dispatcher([long_text]).dispatch(ToolCall(name="long_text"))
+    assert result.content == "a" * 100 + (
+        "\n[toolguard: output truncated: showing the first 100 of 250 characters]"
+    )
+
+
+def test_truncation_applies_to_text_blocks_and_error_messages_and_follows_precedence() -> None:
+    @tool
+    def blocks() -> list[Any]:
+        return [toolguard.Text(text="b" * 150), toolguard.Image(data="x" * 500, media_type="i/p")]
+
+    @tool(on_error=toolguard.handlers.send_exception_message)
+    def loud() -> str:
+        raise ValueError("e" * 300)
+
+    dispatcher = Dispatcher([blocks, loud], max_result_chars=120)
+    first, image = dispatcher.dispatch(ToolCall(name="blocks")).content
+    assert isinstance(first, toolguard.Text) and first.text.startswith("b" * 120 + "\n[toolguard")
+    assert isinstance(image, toolguard.Image) and len(image.data) == 500
+    assert dispatcher.dispatch(ToolCall(name="loud")).content.endswith("of 300 characters]")
+    assert dispatcher.explain("blocks")["max_result_chars"] == toolguard.Setting(120, "agent")
+
+
+@pytest.mark.parametrize("bad", [0, 99, -1, "100", True])
+def test_max_result_chars_must_be_a_sensible_int(bad: Any) -> None:
+    with pytest.raises(ToolDefinitionError, match="max_result_chars="):
+        Dispatcher([add], max_result_chars=bad)

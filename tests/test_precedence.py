@@ -183,3 +183,66 @@ def test_explain_of_an_unknown_tool_suggests_the_closest_name() -> None:
     dispatcher = Dispatcher([tool(lambda: "x", name="lookup")])
     with pytest.raises(KeyError, match="did you mean 'lookup'"):
         dispatcher.explain("lookpu")
+
+
+# --- an agent policy (what a policy file holds) beside code settings ---------------
+
+
+def _failing_search() -> toolguard.Tool[..., str]:
+    @tool(on_error=on(KeyError, "tool: key"))
+    def search_web() -> str:
+        raise Boom("no")
+
+    return search_web
+
+
+def test_an_agent_policy_is_the_later_word_at_each_level() -> None:
+    policy = toolguard.AgentPolicy(
+        defaults=ToolPolicy(on_error=on(ValueError, "file: value"), log_level="error"),
+        overrides={"search_*": ToolPolicy(on_error=on(Boom, "file override"))},
+        return_direct_mode="all",
+        source="prod.toml",
+    )
+    dispatcher = Dispatcher(
+        [_failing_search()],
+        policy=policy,
+        overrides={"search_web": ToolPolicy(on_error=on(OSError, "code override"))},
+        on_error="code agent",
+        log_level="info",
+        return_direct_mode="any",
+    )
+    explained = dispatcher.explain("search_web")
+    chain = [(s.value.name, s.level, s.source) for s in explained["on_error"]]
+    assert chain == [
+        ("on(OSError, 'code override')", "override", "overrides['search_web']"),
+        ("on(Boom, 'file override')", "override", "prod.toml: overrides['search_*']"),
+        ("on(KeyError, 'tool: key')", "tool", None),
+        ("on(ValueError, 'file: value')", "agent", "prod.toml"),
+        ("'code agent'", "agent", None),
+        ("generic_unless_visible(BUILTIN_MESSAGE)", "builtin", None),
+    ]
+    assert explained["log_level"] == Setting("error", "agent")
+    assert explained["log_level"].source == "prod.toml"  # type: ignore[union-attr]
+    assert dispatcher.return_direct_mode == "all"
+    assert dispatcher.dispatch(ToolCall(name="search_web")).content == "file override"
+
+
+def test_a_policy_override_may_name_tools_this_agent_lacks() -> None:
+    policy = toolguard.AgentPolicy(
+        overrides={"other_agents_tool": ToolPolicy(on_error="x")}, source="shared.toml"
+    )
+    dispatcher = Dispatcher([_failing_search()], policy=policy)
+    assert dispatcher.dispatch(ToolCall(name="search_web")).content.startswith("The tool")
+
+
+def test_agent_policy_values_are_checked() -> None:
+    with pytest.raises(ValueError, match="return_direct_mode='some'"):
+        toolguard.AgentPolicy(return_direct_mode="some")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_workers=0"):
+        toolguard.AgentPolicy(max_workers=0)
+    with pytest.raises(TypeError, match=r"overrides\['x'\] must be a ToolPolicy"):
+        toolguard.AgentPolicy(overrides={"x": "y"})  # type: ignore[dict-item]
+    with pytest.raises(toolguard.ToolDefinitionError, match="policy= takes an AgentPolicy"):
+        Dispatcher([], policy=ToolPolicy())  # type: ignore[arg-type]
+    with pytest.raises(toolguard.ToolDefinitionError, match="bad glob"):
+        Dispatcher([], policy=toolguard.AgentPolicy(overrides={"[": ToolPolicy()}, source="f"))

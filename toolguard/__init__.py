@@ -18,12 +18,13 @@ from toolguard.errors import (
     register_control_flow,
 )
 from toolguard.handlers import HandlerContext
-from toolguard.policy import UNSET, ReturnDirect, Setting, ToolPolicy
+from toolguard.policy import UNSET, AgentPolicy, ReturnDirect, Setting, ToolPolicy
 from toolguard.results import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.schema import Injected, InjectedCallId
 
 __all__ = [
     "UNSET",
+    "AgentPolicy",
     "BoundTool",
     "ControlFlow",
     "Dispatcher",

@@ -19,7 +19,7 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 
@@ -46,19 +46,24 @@ from toolguard.handlers import Handler, HandlerContext
 from toolguard.policy import (
     BUILTIN_MESSAGE,
     NEVER,
-    Level,
+    UNSET,
+    AgentPolicy,
+    Layer,
     Resolved,
+    ReturnDirectMode,
     Setting,
     ToolPolicy,
     policy_from_options,
     resolve,
 )
-from toolguard.results import Image, Round, Text, ToolCall, ToolResult, to_content
+from toolguard.results import Content, Image, Round, Text, ToolCall, ToolResult, to_content
 from toolguard.schema import Arguments
 
 __all__ = ["Dispatcher"]
 
-ReturnDirectMode = Literal["any", "all"]
+TRUNCATED: Final = (
+    "\n[toolguard: output truncated: showing the first {shown} of {total} characters]"
+)
 _GLOB_CHARS: Final = re.compile(r"[*?\[]")
 _FOREIGN_CACHE: Final = 256
 
@@ -71,7 +76,7 @@ class _Entry:
     function: Callable[..., Any]
     arguments: Arguments
     is_async: bool
-    layers: tuple[tuple[Level, ToolPolicy], ...]
+    layers: tuple[Layer, ...]
     resolved: Resolved | None = None
     version: int = -1
 
@@ -92,28 +97,41 @@ class Dispatcher:
         self,
         tools: Iterable[Callable[..., Any]],
         *,
+        policy: AgentPolicy | None = None,
         overrides: Mapping[str, ToolPolicy] | None = None,
-        return_direct_mode: ReturnDirectMode = "any",
-        max_workers: int = 32,
+        return_direct_mode: ReturnDirectMode | None = None,
+        max_workers: int | None = None,
         **defaults: Any,
     ) -> None:
-        if return_direct_mode not in ("any", "all"):
-            raise ToolDefinitionError(
-                f"return_direct_mode={return_direct_mode!r} is not allowed; use 'any' or 'all'"
-            )
-        if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
-            raise ToolDefinitionError(f"max_workers={max_workers!r}: use a positive int")
         try:
-            self._defaults = policy_from_options(defaults, where="Dispatcher()")
+            code = AgentPolicy(
+                defaults=policy_from_options(defaults, where="Dispatcher()"),
+                overrides=overrides or {},
+                return_direct_mode=UNSET if return_direct_mode is None else return_direct_mode,
+                max_workers=UNSET if max_workers is None else max_workers,
+            )
         except (TypeError, ValueError) as error:
-            raise ToolDefinitionError(str(error)) from None
-        self.return_direct_mode: ReturnDirectMode = return_direct_mode
-        self._max_workers = max_workers
+            raise ToolDefinitionError(str(error).removeprefix("Dispatcher(): ")) from None
+        if policy is not None and not isinstance(policy, AgentPolicy):
+            raise ToolDefinitionError(
+                f"policy= takes an AgentPolicy (see toolguard.load_policy), got {policy!r}"
+            )
+        # The policy (a file) is the later word: its entries come first at each level.
+        self._policies = (code,) if policy is None else (policy, code)
+        self.return_direct_mode: ReturnDirectMode = _first(
+            [p.return_direct_mode for p in self._policies], "any"
+        )
+        self._max_workers: int = _first([p.max_workers for p in self._policies], 32)
         self._executor: ThreadPoolExecutor | None = None
         self._tools: dict[str, Tool[..., Any] | BoundTool[..., Any]] = {}
         for candidate in tools:
             self._add(candidate)
-        self._overrides = self._check_overrides(overrides or {})
+        self._overrides = self._check_overrides()
+        self._agent_layers = tuple(
+            Layer("agent", p.defaults, p.source)
+            for p in self._policies
+            if not p.defaults.is_empty()
+        )
         self._entries = {name: self._entry(name, t) for name, t in self._tools.items()}
         self._foreign: dict[str, _Entry] = {}
 
@@ -140,35 +158,39 @@ class Dispatcher:
             )
         self._tools[spec.name] = candidate
 
-    def _check_overrides(
-        self, overrides: Mapping[str, ToolPolicy]
-    ) -> tuple[tuple[str, ToolPolicy, re.Pattern[str] | None], ...]:
-        exact: list[tuple[str, ToolPolicy, re.Pattern[str] | None]] = []
-        globs: list[tuple[str, ToolPolicy, re.Pattern[str] | None]] = []
-        for key, policy in overrides.items():
-            if not isinstance(policy, ToolPolicy):
-                raise ToolDefinitionError(
-                    f"overrides[{key!r}] must be a ToolPolicy(...), got {policy!r}"
-                )
-            if _GLOB_CHARS.search(key):
-                try:
-                    pattern = re.compile(fnmatch.translate(key))
-                except re.error as error:
-                    raise ToolDefinitionError(f"overrides[{key!r}]: bad glob: {error}") from None
-                globs.append((key, policy, pattern))
-            elif key in self._tools:
-                exact.append((key, policy, None))
-            else:
-                raise ToolDefinitionError(
-                    f"overrides[{key!r}] names no tool of this agent"
-                    f"{did_you_mean(key, self._tools)}; tools: {', '.join(self._tools) or 'none'}"
-                )
+    def _check_overrides(self) -> tuple[tuple[str, Layer, re.Pattern[str] | None], ...]:
+        """Exact names first, then globs in declaration order (the policy's first)."""
+        exact: list[tuple[str, Layer, re.Pattern[str] | None]] = []
+        globs: list[tuple[str, Layer, re.Pattern[str] | None]] = []
+        for agent_policy in self._policies:
+            prefix = f"{agent_policy.source}: " if agent_policy.source else ""
+            for key, policy in agent_policy.overrides.items():
+                layer = Layer("override", policy, f"{prefix}overrides[{key!r}]")
+                if _GLOB_CHARS.search(key):
+                    problem = glob_problem(key)
+                    if problem:
+                        raise ToolDefinitionError(
+                            f"{prefix}overrides[{key!r}]: bad glob: {problem}"
+                        )
+                    globs.append((key, layer, re.compile(fnmatch.translate(key))))
+                elif key in self._tools:
+                    exact.append((key, layer, None))
+                elif agent_policy.source is None:
+                    # In code, a name that matches no tool is a typo; a policy file
+                    # may serve several agents, so there it is allowed.
+                    tools = ", ".join(self._tools) or "none"
+                    raise ToolDefinitionError(
+                        f"overrides[{key!r}] names no tool of this agent"
+                        f"{did_you_mean(key, self._tools)}; tools: {tools}"
+                    )
+                else:
+                    exact.append((key, layer, None))
         return (*exact, *globs)
 
-    def _override_layers(self, name: str) -> tuple[tuple[Level, ToolPolicy], ...]:
+    def _override_layers(self, name: str) -> tuple[Layer, ...]:
         return tuple(
-            ("override", policy)
-            for key, policy, pattern in self._overrides
+            layer
+            for key, layer, pattern in self._overrides
             if (pattern.match(name) if pattern else key == name)
         )
 
@@ -180,8 +202,8 @@ class Dispatcher:
             is_async=t.spec.is_async,
             layers=(
                 *self._override_layers(name),
-                ("tool", t.spec.policy),
-                ("agent", self._defaults),
+                Layer("tool", t.spec.policy),
+                *self._agent_layers,
             ),
         )
 
@@ -199,7 +221,7 @@ class Dispatcher:
                 function=_never_called,
                 arguments=None,  # type: ignore[arg-type]
                 is_async=False,
-                layers=(*self._override_layers(name), ("agent", self._defaults)),
+                layers=(*self._override_layers(name), *self._agent_layers),
             )
             if len(self._foreign) >= _FOREIGN_CACHE:
                 self._foreign.clear()
@@ -236,21 +258,22 @@ class Dispatcher:
     def _resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         if entry.version != _config._version:
             version = _config._version
-            entry.resolved = resolve((*entry.layers, ("global", _config._policy)))
+            entry.resolved = resolve((*entry.layers, Layer("global", _config._policy)))
             entry.version = version
         if policy is None:
             return entry.resolved  # type: ignore[return-value]
         if not isinstance(policy, ToolPolicy):
             raise TypeError(f"policy= takes a ToolPolicy, got {policy!r}")
-        return resolve((("call", policy), *entry.layers, ("global", _config._policy)))
+        return resolve((Layer("call", policy), *entry.layers, Layer("global", _config._policy)))
 
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         resolved = self._resolved(entry, policy)
         if resolved.is_async:
-            handler, level = resolved.async_handler()  # type: ignore[misc]
+            setting = resolved.async_handler()
+            assert setting is not None
             raise TypeError(
-                f"tool {entry.name or '(unknown)'!r}: handler {handler.name} at level "
-                f"{level!r} is async; use adispatch()/arun(), or give a sync handler"
+                f"tool {entry.name!r}: handler {setting.value.name} at level "
+                f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
             )
         return resolved
 
@@ -316,8 +339,10 @@ class Dispatcher:
     def _success(
         self, call: ToolCall, name: str, content: Any, artifact: Any, resolved: Resolved
     ) -> ToolResult:
+        if resolved.max_result_chars is not None:
+            content = _truncate(content, resolved.max_result_chars)
         result = ToolResult(call_id=call.id, name=name, content=content, artifact=artifact)
-        return_direct = resolved.return_direct.value
+        return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
             return attrs.evolve(result, return_direct=True)
         return result
@@ -532,14 +557,14 @@ class _Failure:
         self.message = model_message(error, name)
 
     def asks(self) -> Iterable[tuple[Handler, HandlerContext]]:
-        for handler, level in self.resolved.chain:
+        for setting in self.resolved.chain:
             yield (
-                handler,
+                setting.value,
                 HandlerContext(
                     call=self.call,
                     tool=self.name,
                     error_id=self.error_id,
-                    level=level,
+                    level=setting.level,
                     model_message=self.message,
                 ),
             )
@@ -551,16 +576,18 @@ class _Failure:
             "answered_by": context.level,
             "handler": handler.name,
             "error_type": type(self.error).__name__,
-            "arguments": arguments_for_log(self.call.arguments, self.resolved.redact.value),
+            "arguments": arguments_for_log(self.call.arguments, self.resolved.redact),
             "exc_info": self.error,
         }
 
     def answered(self, answer: Any, handler: Handler, context: HandlerContext) -> ToolResult:
         content = _checked(answer, handler)
+        if self.resolved.max_result_chars is not None:
+            content = _truncate(content, self.resolved.max_result_chars)
         hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
         if hidden:
             emit(
-                self.resolved.log_level.value,
+                self.resolved.log_level,
                 EVENT_HIDDEN,
                 error_id=self.error_id,
                 **self._fields(handler, context),
@@ -572,7 +599,7 @@ class _Failure:
             is_error=True,
             error_id=self.error_id if hidden else None,
         )
-        return_direct = self.resolved.return_direct.value
+        return_direct = self.resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
             return attrs.evolve(result, return_direct=True)
         return result
@@ -610,6 +637,37 @@ def _checked(answer: Any, handler: Handler) -> str | tuple[Any, ...]:
         f"handler {handler.name} answered {type(answer).__name__}; a handler answers "
         "with a str, content blocks, or None (not mine)"
     )
+
+
+def _truncate(content: Content, limit: int) -> Content:
+    """Cut text longer than ``limit`` characters, telling the model it was cut."""
+    if isinstance(content, str):
+        if len(content) <= limit:
+            return content
+        return content[:limit] + TRUNCATED.format(shown=limit, total=len(content))
+    return tuple(
+        Text(text=_truncate(block.text, limit))  # type: ignore[arg-type]
+        if isinstance(block, Text) and len(block.text) > limit
+        else block
+        for block in content
+    )
+
+
+def glob_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a usable tool-name glob, or ``None`` when it is."""
+    depth_open = None
+    for index, char in enumerate(pattern):
+        if char == "[" and depth_open is None:
+            depth_open = index
+        elif char == "]" and depth_open is not None and index > depth_open + 1:
+            depth_open = None
+    if depth_open is not None:
+        return f"'[' at position {depth_open} is never closed; use [abc] or [!abc]"
+    return None
+
+
+def _first(values: Iterable[Any], default: Any) -> Any:
+    return next((value for value in values if value is not UNSET), default)
 
 
 def _outcome(future: Future[ToolResult]) -> ToolResult | BaseException:

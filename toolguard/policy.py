@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN",
     "LEVELS",
+    "AgentPolicy",
+    "Layer",
     "UNSET",
     "Level",
     "ReturnDirect",
@@ -169,6 +171,16 @@ def _to_redact(value: Any) -> tuple[str, ...] | Unset:
     return tuple(str(k).lower() for k in value)
 
 
+def _to_max_result_chars(value: Any) -> int | Unset | None:
+    if isinstance(value, _Unset) or value is None:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 100:
+        return value
+    raise ValueError(
+        f"max_result_chars={value!r} is not allowed; use an int of at least 100, or None"
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ToolPolicy:
     """What one precedence level says about a tool. Unset fields are :data:`UNSET`.
@@ -178,6 +190,8 @@ class ToolPolicy:
     * ``log_level``: the level hidden causes are logged at (``"warning"`` built in).
     * ``redact``: argument keys whose values are masked in logs (substring match,
       case-insensitive).
+    * ``max_result_chars``: longer content is cut, with a note telling the model
+      (``None``: no limit, the built-in).
 
     Derive variants with ``attrs.evolve(policy, field=value)``.
     """
@@ -186,6 +200,9 @@ class ToolPolicy:
     return_direct: ReturnDirect | Unset = attrs.field(default=UNSET, converter=_to_return_direct)
     log_level: str | Unset = attrs.field(default=UNSET, converter=_to_log_level)
     redact: tuple[str, ...] | Unset = attrs.field(default=UNSET, converter=_to_redact)
+    max_result_chars: int | Unset | None = attrs.field(
+        default=UNSET, converter=_to_max_result_chars
+    )
 
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is UNSET for f in attrs.fields(ToolPolicy))
@@ -217,66 +234,130 @@ BUILTIN: Final = ToolPolicy(
     return_direct=NEVER,
     log_level="warning",
     redact=DEFAULT_REDACT,
+    max_result_chars=None,
 )
 """The built-in level: never declines, logs hidden causes at WARNING."""
 
 
 @attrs.frozen
 class Setting:
-    """An effective value and the precedence level that supplied it."""
+    """An effective value and the precedence level that supplied it.
+
+    ``source`` says where within the level it was written (a policy file and key,
+    an override's pattern); it does not take part in comparisons.
+    """
 
     value: Any
     level: Level
+    source: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
-class Resolved:
-    """One tool's policy with the precedence chain applied.
+class Layer:
+    """One policy at one precedence level, with where it came from."""
 
-    ``chain`` is every handler that will be asked, in order, with its level;
-    the scalar settings hold the first level that set them.
+    level: Level
+    policy: ToolPolicy
+    source: str | None = None
+
+
+class Resolved:
+    """One tool's policy with the precedence chain applied (built once, read per call).
+
+    ``chain`` is every handler that will be asked, in order, as ``Setting(handler,
+    level)``; ``settings`` holds each scalar's first setting level. The scalar
+    values are also plain attributes, for the hot path.
     """
 
-    chain: tuple[tuple[Handler, Level], ...]
-    return_direct: Setting
-    log_level: Setting
-    redact: Setting
-    is_async: bool
+    __slots__ = (
+        "chain",
+        "is_async",
+        "log_level",
+        "max_result_chars",
+        "redact",
+        "return_direct",
+        "settings",
+    )
+
+    def __init__(self, chain: tuple[Setting, ...], settings: dict[str, Setting]) -> None:
+        self.chain = chain
+        self.settings = settings
+        self.is_async = any(setting.value.is_async for setting in chain)
+        self.return_direct: ReturnDirect = settings["return_direct"].value
+        self.log_level: str = settings["log_level"].value
+        self.redact: tuple[str, ...] = settings["redact"].value
+        self.max_result_chars: int | None = settings["max_result_chars"].value
 
     def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
         """Each setting's effective value and level; ``on_error`` is the whole chain."""
-        explained: dict[str, Setting | tuple[Setting, ...]] = {
-            "on_error": tuple(Setting(handler, level) for handler, level in self.chain)
-        }
-        for name in SCALAR_FIELDS:
-            explained[name] = getattr(self, name)
-        return explained
+        return {"on_error": self.chain, **self.settings}
 
-    def async_handler(self) -> tuple[Handler, Level] | None:
+    def async_handler(self) -> Setting | None:
         """The first handler of the chain that can only run on the async path."""
-        for handler, level in self.chain:
-            if handler.is_async:
-                return handler, level
-        return None
+        return next((setting for setting in self.chain if setting.value.is_async), None)
 
 
-def resolve(layers: Iterable[tuple[Level, ToolPolicy]]) -> Resolved:
+def resolve(layers: Iterable[Layer]) -> Resolved:
     """Apply the precedence chain to ``layers`` (given highest first).
 
     The built-in level is always appended last, so every chain ends with a handler
     that never declines and every scalar has a value.
     """
-    chain: list[tuple[Handler, Level]] = []
-    scalars: dict[str, Setting] = {}
-    for level, policy in (*layers, ("builtin", BUILTIN)):
+    chain: list[Setting] = []
+    settings: dict[str, Setting] = {}
+    for layer in (*layers, Layer("builtin", BUILTIN)):
+        policy = layer.policy
         if policy.on_error is not UNSET:
-            chain.extend((member, level) for member in policy.on_error.members())
+            chain.extend(
+                Setting(member, layer.level, layer.source) for member in policy.on_error.members()
+            )
         for name in SCALAR_FIELDS:
             value = getattr(policy, name)
-            if value is not UNSET and name not in scalars:
-                scalars[name] = Setting(value, level)
-    return Resolved(
-        chain=tuple(chain),
-        is_async=any(handler.is_async for handler, _ in chain),
-        **scalars,
-    )
+            if value is not UNSET and name not in settings:
+                settings[name] = Setting(value, layer.level, layer.source)
+    return Resolved(tuple(chain), settings)
+
+
+ReturnDirectMode: TypeAlias = Literal["any", "all"]
+
+
+def _to_overrides(value: Any) -> dict[str, ToolPolicy]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"overrides must be a mapping of name or glob to ToolPolicy, got {value!r}")
+    for key, policy in value.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"overrides: keys are tool names or globs, got {key!r}")
+        if not isinstance(policy, ToolPolicy):
+            raise TypeError(f"overrides[{key!r}] must be a ToolPolicy(...), got {policy!r}")
+    return dict(value)
+
+
+def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not UNSET and value not in ("any", "all"):
+        raise ValueError(f"return_direct_mode={value!r} is not allowed; use 'any' or 'all'")
+
+
+def _check_workers(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"max_workers={value!r} is not allowed; use a positive int")
+
+
+@attrs.frozen(kw_only=True)
+class AgentPolicy:
+    """An agent's whole policy as one value: what a policy file holds.
+
+    ``defaults`` is the agent level, ``overrides`` (name or glob -> ToolPolicy, in
+    declaration order) the override level, plus the round settings. ``source``
+    names where it came from (a file path) for ``explain``.
+
+    Given to ``Dispatcher(tools, policy=...)`` beside settings passed in code, the
+    policy is the later word: at each level its entries come first (its agent
+    handlers are asked before the code's, its scalars win), and its round settings
+    replace the code's.
+    """
+
+    defaults: ToolPolicy = ToolPolicy()
+    overrides: dict[str, ToolPolicy] = attrs.field(factory=dict, converter=_to_overrides)
+    return_direct_mode: ReturnDirectMode | Unset = attrs.field(default=UNSET, validator=_check_mode)
+    max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_workers)
+    source: str | None = None
