@@ -10,22 +10,29 @@ from toolguard.dispatch import Dispatcher
 from toolguard.errors import (
     ControlFlow,
     InvalidArguments,
+    ModelRetriesExhausted,
+    RetryWithFeedback,
     ToolCallFailed,
     ToolDefinitionError,
     ToolError,
+    ToolTimeout,
+    ToolUnavailable,
     UnknownTool,
     VisibleToModel,
     register_control_flow,
 )
 from toolguard.handlers import HandlerContext
 from toolguard.policy import UNSET, AgentPolicy, ReturnDirect, Setting, ToolPolicy
+from toolguard.resilience import Breaker, Retry
 from toolguard.results import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.schema import Injected, InjectedCallId
+from toolguard.session import Session, ToolState
 
 __all__ = [
     "UNSET",
     "AgentPolicy",
     "BoundTool",
+    "Breaker",
     "ControlFlow",
     "Dispatcher",
     "HandlerContext",
@@ -33,9 +40,13 @@ __all__ = [
     "Injected",
     "InjectedCallId",
     "InvalidArguments",
+    "ModelRetriesExhausted",
     "Output",
+    "Retry",
+    "RetryWithFeedback",
     "ReturnDirect",
     "Round",
+    "Session",
     "Setting",
     "Text",
     "Tool",
@@ -45,6 +56,9 @@ __all__ = [
     "ToolError",
     "ToolPolicy",
     "ToolResult",
+    "ToolState",
+    "ToolTimeout",
+    "ToolUnavailable",
     "UnknownTool",
     "VisibleToModel",
     "configure",

@@ -20,8 +20,10 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,9 +38,17 @@ REDACTED = "[redacted]"
 _MAX_DEPTH = 20
 
 
+_LOGGER: Any = structlog.get_logger("toolguard")
+
+
 def logger() -> Any:
-    """The toolguard logger, looked up per event so the app's config always applies."""
-    return structlog.get_logger("toolguard")
+    """The toolguard logger: a lazy proxy, so the app's current config always applies."""
+    return _LOGGER
+
+
+@functools.lru_cache(maxsize=64)
+def _redaction(keys: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(re.escape(k) for k in keys)) if keys else None
 
 
 def new_error_id() -> str:
@@ -46,21 +56,25 @@ def new_error_id() -> str:
     return os.urandom(4).hex()
 
 
-def redact(value: Any, keys: tuple[str, ...], _depth: int = 0) -> Any:
+def redact(value: Any, keys: tuple[str, ...]) -> Any:
     """Mask the values of mapping keys that contain any of ``keys`` (case-insensitive)."""
-    if _depth > _MAX_DEPTH:
+    return _redact(value, _redaction(keys), 0)
+
+
+def _redact(value: Any, pattern: re.Pattern[str] | None, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
         return "[too deep]"
     if isinstance(value, Mapping):
         return {
             key: (
                 REDACTED
-                if isinstance(key, str) and any(k in key.lower() for k in keys)
-                else redact(item, keys, _depth + 1)
+                if pattern is not None and isinstance(key, str) and pattern.search(key.lower())
+                else _redact(item, pattern, depth + 1)
             )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact(item, keys, _depth + 1) for item in value]
+        return [_redact(item, pattern, depth + 1) for item in value]
     return value
 
 

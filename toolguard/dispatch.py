@@ -17,7 +17,7 @@ import fnmatch
 import functools
 import re
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
@@ -25,26 +25,15 @@ import attrs
 
 from toolguard import _config
 from toolguard._decorator import BoundTool, Tool, tool
-from toolguard._logging import (
-    EVENT_FAILED,
-    EVENT_HANDLER_RAISED,
-    EVENT_HIDDEN,
-    arguments_for_log,
-    emit,
-    new_error_id,
-)
+from toolguard._failure import Failure, assemble_round, outcome_of, truncate
 from toolguard._suggest import did_you_mean
 from toolguard.errors import (
     ToolCallFailed,
     ToolDefinitionError,
     UnknownTool,
-    has_hidden_cause,
     is_control_flow,
-    model_message,
 )
-from toolguard.handlers import Handler, HandlerContext
 from toolguard.policy import (
-    BUILTIN_MESSAGE,
     NEVER,
     UNSET,
     AgentPolicy,
@@ -56,14 +45,19 @@ from toolguard.policy import (
     policy_from_options,
     resolve,
 )
-from toolguard.results import Content, Image, Round, Text, ToolCall, ToolResult, to_content
+from toolguard.resilience import (
+    _Attempts,
+    acall_with_timeout,
+    call_with_timeout,
+    retry_async,
+    retry_sync,
+)
+from toolguard.results import Round, ToolCall, ToolResult, to_content
 from toolguard.schema import Arguments
+from toolguard.session import Session, Step
 
 __all__ = ["Dispatcher"]
 
-TRUNCATED: Final = (
-    "\n[toolguard: output truncated: showing the first {shown} of {total} characters]"
-)
 _GLOB_CHARS: Final = re.compile(r"[*?\[]")
 _FOREIGN_CACHE: Final = 256
 
@@ -123,6 +117,7 @@ class Dispatcher:
         )
         self._max_workers: int = _first([p.max_workers for p in self._policies], 32)
         self._executor: ThreadPoolExecutor | None = None
+        self._timeouts: ThreadPoolExecutor | None = None
         self._tools: dict[str, Tool[..., Any] | BoundTool[..., Any]] = {}
         for candidate in tools:
             self._add(candidate)
@@ -279,68 +274,154 @@ class Dispatcher:
 
     # --- one call ----------------------------------------------------------------
 
+    def session(self, *, clock: Callable[[], float] | None = None) -> Session:
+        """A new conversation on this dispatcher: its own retry budgets and breakers."""
+        return Session(self, clock=clock)
+
     def dispatch(
         self, call: ToolCall, *, policy: ToolPolicy | None = None, context: Any = None
     ) -> ToolResult:
         """Run one call, synchronously, on this thread. Always returns a result,
         unless a handler fails the invocation (``ToolCallFailed``) or the failure is
         control flow."""
+        return self._dispatch(call, policy, context, None)
+
+    async def adispatch(
+        self,
+        call: ToolCall,
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        offload: bool = False,
+    ) -> ToolResult:
+        """Run one call on the running event loop.
+
+        A sync tool runs inline, blocking the loop while it runs, unless
+        ``offload=True`` (then on the dispatcher's thread pool: what a server
+        answering many requests on one loop wants).
+        """
+        return await self._adispatch(call, policy, context, None, offload)
+
+    def _dispatch(
+        self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
+    ) -> ToolResult:
         entry = self._entries.get(call.name)
         if entry is None:
             resolved = self._sync_resolved(self._foreign_entry(call.name), policy)
-            return self._handle(self._unknown_error(call), call, resolved)
+            return self._handle(self._unknown_error(call), call, resolved, call.name, step)
         resolved = self._sync_resolved(entry, policy)
         if entry.is_async:
             _no_running_loop(entry.name)
+        counter = _Attempts()
         try:
             args, kwargs = entry.arguments.bind(call, context)
-            value = entry.function(*args, **kwargs)
-            if entry.is_async:
-                value = asyncio.run(value)
+            if step is not None:
+                step.check_breaker(entry.name, resolved.breaker)
+            try:
+                value = self._attempt(entry, args, kwargs, resolved)
+            except Exception as first:
+                retry = resolved.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                value = retry_sync(
+                    retry,
+                    first,
+                    functools.partial(self._attempt, entry, args, kwargs, resolved),
+                    tool=entry.name,
+                    call_id=call.id,
+                    counter=counter,
+                )
             content, artifact = to_content(value)
         except Exception as error:
             if is_control_flow(error):
                 raise
-            return self._handle(error, call, resolved, entry.name)
+            return self._handle(error, call, resolved, entry.name, step, counter.count)
+        if step is not None:
+            step.finished(entry.name, resolved.breaker, None)
         return self._success(call, entry.name, content, artifact, resolved)
 
-    async def adispatch(
-        self, call: ToolCall, *, policy: ToolPolicy | None = None, context: Any = None
-    ) -> ToolResult:
-        """Run one call on the running event loop (a sync tool runs inline)."""
-        return await self._adispatch(call, policy, context, offload=False)
+    def _attempt(
+        self, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any], resolved: Resolved
+    ) -> Any:
+        """One attempt on the sync path: inline, or on a worker thread with a timeout."""
+        seconds = resolved.timeout
+        if entry.is_async:
+            awaitable = entry.function(*args, **kwargs)
+            if seconds is not None:
+                awaitable = acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
+            return asyncio.run(awaitable)
+        if seconds is None:
+            return entry.function(*args, **kwargs)
+        run = functools.partial(contextvars.copy_context().run, entry.function)
+        return call_with_timeout(
+            self._timeout_pool(), run, args, kwargs, tool=entry.name, seconds=seconds
+        )
 
     async def _adispatch(
-        self, call: ToolCall, policy: ToolPolicy | None, context: Any, *, offload: bool
+        self,
+        call: ToolCall,
+        policy: ToolPolicy | None,
+        context: Any,
+        step: Step | None,
+        offload: bool,
     ) -> ToolResult:
         entry = self._entries.get(call.name)
         if entry is None:
             resolved = self._resolved(self._foreign_entry(call.name), policy)
-            return await self._ahandle(self._unknown_error(call), call, resolved)
+            return await self._ahandle(self._unknown_error(call), call, resolved, call.name, step)
         resolved = self._resolved(entry, policy)
+        counter = _Attempts()
         try:
             args, kwargs = entry.arguments.bind(call, context)
-            if entry.is_async:
-                value = await entry.function(*args, **kwargs)
-            elif offload:
-                run = contextvars.copy_context().run
-                value = await asyncio.get_running_loop().run_in_executor(
-                    self._pool(), functools.partial(run, entry.function, *args, **kwargs)
+            if step is not None:
+                step.check_breaker(entry.name, resolved.breaker)
+            attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
+            try:
+                value = await attempt()
+            except Exception as first:
+                retry = resolved.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                value = await retry_async(
+                    retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
                 )
-            else:
-                value = entry.function(*args, **kwargs)
             content, artifact = to_content(value)
         except Exception as error:
             if is_control_flow(error):
                 raise
-            return await self._ahandle(error, call, resolved, entry.name)
+            return await self._ahandle(error, call, resolved, entry.name, step, counter.count)
+        if step is not None:
+            step.finished(entry.name, resolved.breaker, None)
         return self._success(call, entry.name, content, artifact, resolved)
+
+    async def _aattempt(
+        self,
+        entry: _Entry,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        resolved: Resolved,
+        offload: bool,
+    ) -> Any:
+        """One attempt on the async path: awaited, inline, or on the pool."""
+        seconds = resolved.timeout
+        if entry.is_async:
+            awaitable = entry.function(*args, **kwargs)
+        elif offload or seconds is not None:
+            run = contextvars.copy_context().run
+            awaitable = asyncio.get_running_loop().run_in_executor(
+                self._pool(), functools.partial(run, entry.function, *args, **kwargs)
+            )
+        else:
+            return entry.function(*args, **kwargs)
+        if seconds is not None:
+            return await acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
+        return await awaitable
 
     def _success(
         self, call: ToolCall, name: str, content: Any, artifact: Any, resolved: Resolved
     ) -> ToolResult:
         if resolved.max_result_chars is not None:
-            content = _truncate(content, resolved.max_result_chars)
+            content = truncate(content, resolved.max_result_chars)
         result = ToolResult(call_id=call.id, name=name, content=content, artifact=artifact)
         return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
@@ -373,7 +454,7 @@ class Dispatcher:
             raise error
         assert isinstance(error, Exception)
         entry = self._entries.get(call.name) or self._foreign_entry(call.name)
-        return self._handle(error, call, self._sync_resolved(entry, policy), entry.name)
+        return self._handle(error, call, self._sync_resolved(entry, policy), entry.name, None)
 
     async def ahandle_error(
         self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
@@ -383,15 +464,22 @@ class Dispatcher:
             raise error
         assert isinstance(error, Exception)
         entry = self._entries.get(call.name) or self._foreign_entry(call.name)
-        return await self._ahandle(error, call, self._resolved(entry, policy), entry.name)
+        resolved = self._resolved(entry, policy)
+        return await self._ahandle(error, call, resolved, entry.name, None)
 
     def _handle(
-        self, error: Exception, call: ToolCall, resolved: Resolved, name: str = ""
+        self,
+        error: Exception,
+        call: ToolCall,
+        resolved: Resolved,
+        name: str,
+        step: Step | None,
+        attempts: int = 1,
     ) -> ToolResult:
-        failure = _Failure(error, call, name or call.name, resolved)
+        failure = Failure(error, call, name, resolved, step, attempts)
         for handler, context in failure.asks():
             try:
-                answer = handler(error, context)
+                answer = handler(failure.error, context)
             except Exception as raised:
                 failure.raised(raised, handler, context)
                 raise
@@ -400,12 +488,18 @@ class Dispatcher:
         raise AssertionError("the built-in handler never declines")  # pragma: no cover
 
     async def _ahandle(
-        self, error: Exception, call: ToolCall, resolved: Resolved, name: str = ""
+        self,
+        error: Exception,
+        call: ToolCall,
+        resolved: Resolved,
+        name: str,
+        step: Step | None,
+        attempts: int = 1,
     ) -> ToolResult:
-        failure = _Failure(error, call, name or call.name, resolved)
+        failure = Failure(error, call, name, resolved, step, attempts)
         for handler, context in failure.asks():
             try:
-                answer = await handler.acall(error, context)
+                answer = await handler.acall(failure.error, context)
             except Exception as raised:
                 failure.raised(raised, handler, context)
                 raise
@@ -427,33 +521,7 @@ class Dispatcher:
         A round with async tools runs on a new event loop (``asyncio.run``); inside
         a running loop, use :meth:`arun`.
         """
-        calls = list(calls)
-        if any(self._is_async(call) for call in calls):
-            _no_running_loop("this round")
-            return asyncio.run(self.arun(calls, policy=policy, context=context))
-        if len(calls) <= 1:
-            outcomes: list[ToolResult | BaseException] = []
-            for call in calls:
-                try:
-                    outcomes.append(self.dispatch(call, policy=policy, context=context))
-                except ToolCallFailed as failed:
-                    outcomes.append(failed)
-            return self._round(calls, outcomes)
-        pool = self._pool()
-        futures: list[Future[ToolResult]] = [
-            pool.submit(
-                contextvars.copy_context().run,
-                functools.partial(self.dispatch, call, policy=policy, context=context),
-            )
-            for call in calls
-        ]
-        try:
-            outcomes = [_outcome(future) for future in futures]
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-        return self._round(calls, outcomes)
+        return self._run(list(calls), policy, context, None)
 
     async def arun(
         self,
@@ -466,56 +534,48 @@ class Dispatcher:
 
         Cancelling ``arun`` cancels the running tools.
         """
-        calls = list(calls)
+        return await self._arun(list(calls), policy, context, None)
+
+    def _run(
+        self, calls: list[ToolCall], policy: ToolPolicy | None, context: Any, step: Step | None
+    ) -> Round:
+        if any(self._is_async(call) for call in calls):
+            _no_running_loop("this round")
+            return asyncio.run(self._arun(calls, policy, context, step))
+        if len(calls) <= 1:
+            outcomes: list[ToolResult | BaseException] = []
+            for call in calls:
+                try:
+                    outcomes.append(self._dispatch(call, policy, context, step))
+                except ToolCallFailed as failed:
+                    outcomes.append(failed)
+            return assemble_round(calls, outcomes, self.return_direct_mode)
+        pool = self._pool()
+        futures: list[Future[ToolResult]] = [
+            pool.submit(contextvars.copy_context().run, self._dispatch, call, policy, context, step)
+            for call in calls
+        ]
+        try:
+            outcomes = [outcome_of(future) for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        return assemble_round(calls, outcomes, self.return_direct_mode)
+
+    async def _arun(
+        self, calls: list[ToolCall], policy: ToolPolicy | None, context: Any, step: Step | None
+    ) -> Round:
         offload = len(calls) > 1
         gathered = await asyncio.gather(
-            *(self._adispatch(call, policy, context, offload=offload) for call in calls),
+            *(self._adispatch(call, policy, context, step, offload) for call in calls),
             return_exceptions=True,
         )
-        return self._round(calls, list(gathered))
+        return assemble_round(calls, list(gathered), self.return_direct_mode)
 
     def _is_async(self, call: ToolCall) -> bool:
         entry = self._entries.get(call.name)
         return entry is not None and entry.is_async
-
-    def _round(
-        self, calls: Sequence[ToolCall], outcomes: Sequence[ToolResult | BaseException]
-    ) -> Round:
-        """Assemble a round; then raise the first propagating failure, if any."""
-        results: list[ToolResult] = []
-        first: BaseException | None = None
-        for call, outcome in zip(calls, outcomes, strict=True):
-            if isinstance(outcome, ToolResult):
-                results.append(outcome)
-                continue
-            if first is None:
-                first = outcome
-            if isinstance(outcome, ToolCallFailed):
-                text = BUILTIN_MESSAGE.replace("{tool}", outcome.tool).replace(
-                    "{error_id}", outcome.error_id
-                )
-                results.append(
-                    ToolResult(
-                        call_id=call.id,
-                        name=call.name,
-                        content=text,
-                        is_error=True,
-                        error_id=outcome.error_id,
-                    )
-                )
-            else:
-                results.append(
-                    ToolResult(call_id=call.id, name=call.name, content="", is_error=True)
-                )
-        stops = [result.return_direct for result in results]
-        stop = bool(stops) and (all(stops) if self.return_direct_mode == "all" else any(stops))
-        final = next((r for r in results if r.return_direct), None) if stop else None
-        round_ = Round(results=tuple(results), stop=stop, final=final)
-        if first is not None:
-            if isinstance(first, ToolCallFailed):
-                first.round = round_
-            raise first
-        return round_
 
     # --- the thread pool -----------------------------------------------------------
 
@@ -527,11 +587,26 @@ class Dispatcher:
             weakref.finalize(self, self._executor.shutdown, wait=False)
         return self._executor
 
-    def close(self) -> None:
-        """Shut the thread pool down (waiting for running tools). Idempotent."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+    def _timeout_pool(self) -> ThreadPoolExecutor:
+        """Sync tools with a timeout run here: apart from the round pool, so a round
+        whose calls wait on timed attempts can never starve itself."""
+        if self._timeouts is None:
+            self._timeouts = ThreadPoolExecutor(
+                max_workers=self._max_workers, thread_name_prefix="toolguard-timeout"
+            )
+            weakref.finalize(self, self._timeouts.shutdown, wait=False)
+        return self._timeouts
+
+    def close(self, *, wait: bool = True) -> None:
+        """Shut the thread pools down. Idempotent.
+
+        ``wait=True`` waits for running tools; a sync tool abandoned by its timeout
+        is still running and is waited for too (pass ``wait=False`` not to).
+        """
+        for executor in (self._executor, self._timeouts):
+            if executor is not None:
+                executor.shutdown(wait=wait, cancel_futures=True)
+        self._executor = self._timeouts = None
 
     def __enter__(self) -> Dispatcher:
         return self
@@ -541,116 +616,6 @@ class Dispatcher:
 
     def __repr__(self) -> str:
         return f"Dispatcher(tools=[{', '.join(self._entries)}])"
-
-
-class _Failure:
-    """One failure on its way through the handler chain (shared by sync and async)."""
-
-    __slots__ = ("call", "error", "error_id", "message", "name", "resolved")
-
-    def __init__(self, error: Exception, call: ToolCall, name: str, resolved: Resolved) -> None:
-        self.error = error
-        self.call = call
-        self.name = name
-        self.resolved = resolved
-        self.error_id = new_error_id()
-        self.message = model_message(error, name)
-
-    def asks(self) -> Iterable[tuple[Handler, HandlerContext]]:
-        for setting in self.resolved.chain:
-            yield (
-                setting.value,
-                HandlerContext(
-                    call=self.call,
-                    tool=self.name,
-                    error_id=self.error_id,
-                    level=setting.level,
-                    model_message=self.message,
-                ),
-            )
-
-    def _fields(self, handler: Handler, context: HandlerContext) -> dict[str, Any]:
-        return {
-            "tool": self.name,
-            "call_id": self.call.id,
-            "answered_by": context.level,
-            "handler": handler.name,
-            "error_type": type(self.error).__name__,
-            "arguments": arguments_for_log(self.call.arguments, self.resolved.redact),
-            "exc_info": self.error,
-        }
-
-    def answered(self, answer: Any, handler: Handler, context: HandlerContext) -> ToolResult:
-        content = _checked(answer, handler)
-        if self.resolved.max_result_chars is not None:
-            content = _truncate(content, self.resolved.max_result_chars)
-        hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
-        if hidden:
-            emit(
-                self.resolved.log_level,
-                EVENT_HIDDEN,
-                error_id=self.error_id,
-                **self._fields(handler, context),
-            )
-        result = ToolResult(
-            call_id=self.call.id,
-            name=self.name,
-            content=content,
-            is_error=True,
-            error_id=self.error_id if hidden else None,
-        )
-        return_direct = self.resolved.return_direct
-        if return_direct is not NEVER and return_direct.applies(result):
-            return attrs.evolve(result, return_direct=True)
-        return result
-
-    def raised(self, raised: Exception, handler: Handler, context: HandlerContext) -> None:
-        """A handler raised: log once, and keep the original failure reachable."""
-        if isinstance(raised, ToolCallFailed):
-            if raised.__cause__ is None:
-                raised.__cause__ = self.error
-            emit("error", EVENT_FAILED, error_id=raised.error_id, **self._fields(handler, context))
-            return
-        if is_control_flow(raised):
-            return
-        emit(
-            "error",
-            EVENT_HANDLER_RAISED,
-            error_id=self.error_id,
-            handler_error=type(raised).__name__,
-            **self._fields(handler, context),
-        )
-        if raised.__cause__ is None and raised.__context__ is None:
-            raised.__context__ = self.error
-
-
-def _checked(answer: Any, handler: Handler) -> str | tuple[Any, ...]:
-    if isinstance(answer, str):
-        return answer
-    if (
-        isinstance(answer, list | tuple)
-        and answer
-        and all(isinstance(block, Text | Image) for block in answer)
-    ):
-        return tuple(answer)
-    raise TypeError(
-        f"handler {handler.name} answered {type(answer).__name__}; a handler answers "
-        "with a str, content blocks, or None (not mine)"
-    )
-
-
-def _truncate(content: Content, limit: int) -> Content:
-    """Cut text longer than ``limit`` characters, telling the model it was cut."""
-    if isinstance(content, str):
-        if len(content) <= limit:
-            return content
-        return content[:limit] + TRUNCATED.format(shown=limit, total=len(content))
-    return tuple(
-        Text(text=_truncate(block.text, limit))  # type: ignore[arg-type]
-        if isinstance(block, Text) and len(block.text) > limit
-        else block
-        for block in content
-    )
 
 
 def glob_problem(pattern: str) -> str | None:
@@ -668,17 +633,6 @@ def glob_problem(pattern: str) -> str | None:
 
 def _first(values: Iterable[Any], default: Any) -> Any:
     return next((value for value in values if value is not UNSET), default)
-
-
-def _outcome(future: Future[ToolResult]) -> ToolResult | BaseException:
-    try:
-        return future.result()
-    except ToolCallFailed as failed:
-        return failed
-    except BaseException as error:
-        if isinstance(error, KeyboardInterrupt | SystemExit):
-            raise
-        return error
 
 
 def _no_running_loop(what: str) -> None:

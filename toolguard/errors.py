@@ -19,15 +19,21 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from toolguard._logging import EVENT_BLANK_MESSAGE, emit
+
 if TYPE_CHECKING:
     from toolguard.results import Round
 
 __all__ = [
     "ControlFlow",
     "InvalidArguments",
+    "ModelRetriesExhausted",
+    "RetryWithFeedback",
     "ToolCallFailed",
     "ToolDefinitionError",
     "ToolError",
+    "ToolTimeout",
+    "ToolUnavailable",
     "UnknownTool",
     "VisibleToModel",
     "is_control_flow",
@@ -81,6 +87,49 @@ class UnknownTool(ToolError):
         super().__init__(message)
         self.tool = tool
         self.available = available
+
+
+class ToolTimeout(ToolError, TimeoutError):
+    """A tool did not finish within its ``timeout`` (toolguard's own, model-visible)."""
+
+    def __init__(self, message: str, *, tool: str, seconds: float) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.seconds = seconds
+
+
+class ToolUnavailable(ToolError):
+    """A tool's circuit breaker is open: the call was not run (model-visible)."""
+
+    def __init__(self, message: str, *, tool: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.retry_after = retry_after
+
+
+class RetryWithFeedback(Exception):
+    """Raised by a tool to say "the call was wrong; here is how to fix it".
+
+    Model-visible, and distinct from a failure: it is never retried by toolguard
+    and never opens a circuit breaker. Inside a :class:`~toolguard.Session` with
+    ``max_model_retries`` set, the message carries the count (``retry 2 of 3``) and
+    the policy decides what happens when the budget is spent.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.attempt: int | None = None
+        self.limit: int | None = None
+
+    def message_for_model(self) -> str:
+        if self.attempt is None or self.limit is None:
+            return self.message
+        return f"{self.message} (retry {self.attempt} of {self.limit})"
+
+
+class ModelRetriesExhausted(ToolError):
+    """The model used up a tool's ``max_model_retries`` in this session."""
 
 
 class ControlFlow(Exception):
@@ -173,8 +222,6 @@ def model_message(error: BaseException, tool: str) -> str | None:
     ``__cause__``: wrapping a marked exception deliberately hides it. A blank
     message, or a ``message_for_model()`` that raises, counts as unmarked.
     """
-    from toolguard._logging import EVENT_BLANK_MESSAGE, emit
-
     candidate = error
     method = getattr(type(candidate), "message_for_model", None)
     if method is None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import attrs
 
 from toolguard.handlers import Handler, _GenericUnlessVisible, as_handler
+from toolguard.resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 
 if TYPE_CHECKING:
     from toolguard.results import ToolResult
@@ -181,6 +182,37 @@ def _to_max_result_chars(value: Any) -> int | Unset | None:
     )
 
 
+ExhaustedMode: TypeAlias = Literal["message", "fail", "stop"]
+
+
+def _to_timeout(value: Any) -> float | Unset | None:
+    return value if isinstance(value, _Unset) else to_timeout(value)
+
+
+def _to_retries(value: Any) -> Retry | Unset | None:
+    return value if isinstance(value, _Unset) else to_retry(value)
+
+
+def _to_breaker(value: Any) -> Breaker | Unset | None:
+    return value if isinstance(value, _Unset) else to_breaker(value)
+
+
+def _to_max_model_retries(value: Any) -> int | Unset | None:
+    if isinstance(value, _Unset) or value is None:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"max_model_retries={value!r} is not allowed; use an int >= 0, or None")
+
+
+def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
+    if isinstance(value, _Unset) or value in ("message", "fail", "stop"):
+        return value  # type: ignore[no-any-return]
+    raise ValueError(
+        f"model_retries_exhausted={value!r} is not allowed; use 'message', 'fail' or 'stop'"
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ToolPolicy:
     """What one precedence level says about a tool. Unset fields are :data:`UNSET`.
@@ -192,6 +224,15 @@ class ToolPolicy:
       case-insensitive).
     * ``max_result_chars``: longer content is cut, with a note telling the model
       (``None``: no limit, the built-in).
+    * ``timeout``: seconds one attempt may take (``None``: no limit, the built-in).
+    * ``retries``: retry transient failures: an int (retries after the first
+      attempt) or a :class:`~toolguard.Retry` (``None``: never, the built-in).
+    * ``breaker``: a :class:`~toolguard.Breaker` (per session; ``None``: none).
+    * ``max_model_retries``: how many times per session the model may be asked to
+      retry a call (``RetryWithFeedback``); ``None``: unlimited, the built-in.
+    * ``model_retries_exhausted``: then ``"message"`` (tell the model to stop
+      calling the tool, the built-in), ``"fail"`` (raise ``ToolCallFailed``), or
+      ``"stop"`` (tell the model, and ask the round to stop).
 
     Derive variants with ``attrs.evolve(policy, field=value)``.
     """
@@ -202,6 +243,15 @@ class ToolPolicy:
     redact: tuple[str, ...] | Unset = attrs.field(default=UNSET, converter=_to_redact)
     max_result_chars: int | Unset | None = attrs.field(
         default=UNSET, converter=_to_max_result_chars
+    )
+    timeout: float | Unset | None = attrs.field(default=UNSET, converter=_to_timeout)
+    retries: Retry | Unset | None = attrs.field(default=UNSET, converter=_to_retries)
+    breaker: Breaker | Unset | None = attrs.field(default=UNSET, converter=_to_breaker)
+    max_model_retries: int | Unset | None = attrs.field(
+        default=UNSET, converter=_to_max_model_retries
+    )
+    model_retries_exhausted: ExhaustedMode | Unset = attrs.field(
+        default=UNSET, converter=_to_exhausted
     )
 
     def is_empty(self) -> bool:
@@ -235,6 +285,11 @@ BUILTIN: Final = ToolPolicy(
     log_level="warning",
     redact=DEFAULT_REDACT,
     max_result_chars=None,
+    timeout=None,
+    retries=None,
+    breaker=None,
+    max_model_retries=None,
+    model_retries_exhausted="message",
 )
 """The built-in level: never declines, logs hidden causes at WARNING."""
 
@@ -270,13 +325,18 @@ class Resolved:
     """
 
     __slots__ = (
+        "breaker",
         "chain",
         "is_async",
         "log_level",
+        "max_model_retries",
         "max_result_chars",
+        "model_retries_exhausted",
         "redact",
+        "retries",
         "return_direct",
         "settings",
+        "timeout",
     )
 
     def __init__(self, chain: tuple[Setting, ...], settings: dict[str, Setting]) -> None:
@@ -287,6 +347,11 @@ class Resolved:
         self.log_level: str = settings["log_level"].value
         self.redact: tuple[str, ...] = settings["redact"].value
         self.max_result_chars: int | None = settings["max_result_chars"].value
+        self.timeout: float | None = settings["timeout"].value
+        self.retries: Retry | None = settings["retries"].value
+        self.breaker: Breaker | None = settings["breaker"].value
+        self.max_model_retries: int | None = settings["max_model_retries"].value
+        self.model_retries_exhausted: ExhaustedMode = settings["model_retries_exhausted"].value
 
     def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
         """Each setting's effective value and level; ``on_error`` is the whole chain."""

@@ -1,0 +1,202 @@
+"""Sessions: the state of one conversation (model-retry budgets, circuit breakers).
+
+A :class:`~toolguard.Dispatcher` is shared by many conversations; what one
+conversation has used up must not leak into another. ``dispatcher.session()``
+gives a :class:`Session` with the dispatcher's own ``dispatch``/``adispatch``/
+``run``/``arun``; each of those calls is one *model step*. Sessions are safe to use
+from many threads and tasks at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from toolguard._logging import emit
+from toolguard.errors import (
+    InvalidArguments,
+    ModelRetriesExhausted,
+    RetryWithFeedback,
+    ToolTimeout,
+    ToolUnavailable,
+    UnknownTool,
+    model_message,
+)
+from toolguard.resilience import Breaker
+
+if TYPE_CHECKING:
+    from toolguard.dispatch import Dispatcher
+    from toolguard.policy import Resolved
+    from toolguard.results import Round, ToolCall, ToolResult
+
+__all__ = ["Session", "ToolState"]
+
+# Outcomes that say nothing about whether the tool works: it did not run, or the
+# model asked wrongly. They neither trip nor reset a breaker.
+_NEUTRAL = (InvalidArguments, UnknownTool, ToolUnavailable, RetryWithFeedback)
+
+
+@attrs.frozen
+class ToolState:
+    """What a session remembers about one tool (see :meth:`Session.state`)."""
+
+    model_retries: int = 0
+    consecutive_failures: int = 0
+    open_until: float | None = None
+
+
+@attrs.define
+class _Tool:
+    model_retries: int = 0
+    last_step: int = -1
+    failures: int = 0
+    opened_at: float | None = None
+    cooldown: float = 0.0
+    trial: bool = False
+
+
+class Session:
+    """One conversation on a dispatcher. Create with ``dispatcher.session()``."""
+
+    def __init__(self, dispatcher: Dispatcher, *, clock: Callable[[], float] | None = None) -> None:
+        self.dispatcher = dispatcher
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._tools: dict[str, _Tool] = {}
+        self._steps = 0
+
+    # --- the dispatcher's API, one model step per call ---------------------------
+
+    def dispatch(self, call: ToolCall, *, policy: Any = None, context: Any = None) -> ToolResult:
+        return self.dispatcher._dispatch(call, policy, context, self._step())
+
+    async def adispatch(
+        self, call: ToolCall, *, policy: Any = None, context: Any = None
+    ) -> ToolResult:
+        return await self.dispatcher._adispatch(call, policy, context, self._step(), False)
+
+    def run(self, calls: Iterable[ToolCall], *, policy: Any = None, context: Any = None) -> Round:
+        return self.dispatcher._run(list(calls), policy, context, self._step())
+
+    async def arun(
+        self, calls: Iterable[ToolCall], *, policy: Any = None, context: Any = None
+    ) -> Round:
+        return await self.dispatcher._arun(list(calls), policy, context, self._step())
+
+    def state(self, tool: str) -> ToolState:
+        """What this session remembers about ``tool``."""
+        with self._lock:
+            record = self._tools.get(tool, _Tool())
+            open_until = None
+            if record.opened_at is not None:
+                open_until = record.opened_at + record.cooldown
+            return ToolState(record.model_retries, record.failures, open_until)
+
+    def reset(self, tool: str | None = None) -> None:
+        """Forget budgets and close breakers: for one tool, or all of them."""
+        with self._lock:
+            if tool is None:
+                self._tools.clear()
+            else:
+                self._tools.pop(tool, None)
+        emit("info", "session_reset", tool=tool)
+
+    def _step(self) -> Step:
+        with self._lock:
+            self._steps += 1
+            return Step(self, self._steps)
+
+
+class Step:
+    """One model step of a session: what the dispatcher consults for each call."""
+
+    __slots__ = ("number", "session")
+
+    def __init__(self, session: Session, number: int) -> None:
+        self.session = session
+        self.number = number
+
+    def check_breaker(self, tool: str, breaker: Breaker | None) -> None:
+        """Raise :class:`ToolUnavailable` if the tool's breaker is open."""
+        if breaker is None:
+            return
+        session = self.session
+        with session._lock:
+            record = session._tools.setdefault(tool, _Tool())
+            if record.opened_at is None:
+                return
+            waited = session._clock() - record.opened_at
+            if waited >= breaker.cooldown and not record.trial:
+                record.trial = True  # half-open: this call is the one trial
+                return
+            retry_after = max(0.0, breaker.cooldown - waited)
+        raise ToolUnavailable(
+            f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
+            f"Do not call it again for about {retry_after:.0f} s; use another tool or tell "
+            "the user.",
+            tool=tool,
+            retry_after=retry_after,
+        )
+
+    def finished(self, tool: str, breaker: Breaker | None, error: Exception | None) -> None:
+        """Record the outcome of a call (``error`` is ``None`` on success).
+
+        Unmarked exceptions and timeouts count as failures; a model-visible error
+        means the tool worked (it answered); neutral outcomes change nothing.
+        """
+        if breaker is None or isinstance(error, _NEUTRAL):
+            return
+        counts = error is not None and (
+            isinstance(error, ToolTimeout) or model_message(error, tool) is None
+        )
+        session = self.session
+        event: dict[str, Any] | None = None
+        with session._lock:
+            record = session._tools.setdefault(tool, _Tool())
+            was_open = record.opened_at is not None
+            record.trial = False
+            if counts:
+                record.failures += 1
+                if was_open or record.failures >= breaker.failures:
+                    record.opened_at = session._clock()
+                    record.cooldown = breaker.cooldown
+                    event = {"event": "breaker_opened", "failures": record.failures}
+            else:
+                record.failures = 0
+                if was_open:
+                    record.opened_at = None
+                    event = {"event": "breaker_closed"}
+        if event is not None:
+            name = event.pop("event")
+            emit("warning" if name == "breaker_opened" else "info", name, tool=tool, **event)
+
+    def model_retry(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Count a ``RetryWithFeedback`` against the tool's budget for this session.
+
+        Parallel calls of one tool in one step count once. Returns the error the
+        handler chain should see: the same one, now carrying its counts, or a
+        :class:`ModelRetriesExhausted` once the budget is spent.
+        """
+        limit = resolved.max_model_retries
+        if limit is None or not isinstance(error, RetryWithFeedback):
+            return error
+        session = self.session
+        with session._lock:
+            record = session._tools.setdefault(tool, _Tool())
+            if record.last_step != self.number:
+                record.last_step = self.number
+                record.model_retries += 1
+            used = record.model_retries
+        if used <= limit:
+            error.attempt, error.limit = used, limit
+            return error
+        exhausted = ModelRetriesExhausted(
+            f"The tool '{tool}' was called incorrectly too many times ({limit} retries are "
+            "allowed in this conversation). Stop calling it and tell the user what went wrong."
+        )
+        exhausted.__cause__ = error
+        return exhausted
