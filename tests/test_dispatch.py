@@ -611,3 +611,61 @@ def test_truncation_applies_to_text_blocks_and_error_messages_and_follows_preced
 def test_max_result_chars_must_be_a_sensible_int(bad: Any) -> None:
     with pytest.raises(ToolDefinitionError, match="max_result_chars="):
         Dispatcher([add], max_result_chars=bad)
+
+
+# --- other libraries' tools ---------------------------------------------------------------
+
+
+def test_handle_error_answers_a_foreign_tools_failure_through_the_chain(
+    logs: list[dict[str, Any]],
+) -> None:
+    dispatcher = Dispatcher(
+        [add],
+        external_tools=["shipping_quote"],
+        overrides={"shipping_quote": ToolPolicy(on_error=toolguard.handlers.on(KeyError, "no"))},
+    )
+    call = ToolCall(name="shipping_quote", id="x1")
+    assert dispatcher.handle_error(call, KeyError("zip")).content == "no"
+    hidden = dispatcher.handle_error(call, RuntimeError("secret"))
+    assert "secret" not in hidden.content and hidden.error_id
+    assert [e["tool"] for e in logs] == ["shipping_quote", "shipping_quote"]
+    with pytest.raises(Interrupt):
+        dispatcher.handle_error(call, Interrupt())
+
+
+def test_handle_result_applies_return_direct_and_truncation_to_a_foreign_result() -> None:
+    dispatcher = Dispatcher(
+        [add],
+        overrides={"ship_*": ToolPolicy(return_direct=True, max_result_chars=100)},
+    )
+    result = dispatcher.handle_result(ToolCall(name="ship_it", id="1"), {"eta": "x" * 200})
+    assert result.return_direct is True
+    assert result.content.endswith("of 210 characters]")
+    bad = dispatcher.handle_result(ToolCall(name="ship_it", id="2"), object())
+    assert bad.is_error and bad.return_direct is False
+    async_result = asyncio.run(dispatcher.ahandle_result(ToolCall(name="other"), [1]))
+    assert async_result.content == "[1]" and not async_result.return_direct
+
+
+def test_control_flow_can_be_recognised_per_instance() -> None:
+    class Marked(ValueError):
+        pass
+
+    toolguard.register_control_flow(check=lambda error: getattr(error, "is_signal", False))
+
+    @tool
+    def signal() -> str:
+        error = Marked("resume value is invalid")
+        error.is_signal = True  # type: ignore[attr-defined]
+        raise error
+
+    @tool
+    def ordinary() -> str:
+        raise Marked("just a bug")
+
+    dispatcher = Dispatcher([signal, ordinary])
+    with pytest.raises(Marked, match="resume value"):
+        dispatcher.dispatch(ToolCall(name="signal"))
+    assert dispatcher.dispatch(ToolCall(name="ordinary")).is_error
+    with pytest.raises(TypeError, match="takes a predicate"):
+        toolguard.register_control_flow(check="x")  # type: ignore[arg-type]

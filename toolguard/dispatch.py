@@ -83,7 +83,9 @@ class Dispatcher:
 
     The policy options are the agent default level; ``overrides`` is the agent
     override level (an exact name beats a glob; among globs the first declared
-    wins). Tools may be ``@tool`` functions, tools bound to an instance
+    wins). ``external_tools`` names tools that run elsewhere (another library's,
+    answered with :meth:`handle_error`/:meth:`handle_result`) so that overrides
+    may name them exactly. Tools may be ``@tool`` functions, tools bound to an instance
     (``obj.method``), or plain functions (decorated on the fly).
     """
 
@@ -95,6 +97,7 @@ class Dispatcher:
         overrides: Mapping[str, ToolPolicy] | None = None,
         return_direct_mode: ReturnDirectMode | None = None,
         max_workers: int | None = None,
+        external_tools: Iterable[str] = (),
         **defaults: Any,
     ) -> None:
         try:
@@ -121,6 +124,7 @@ class Dispatcher:
         self._tools: dict[str, Tool[..., Any] | BoundTool[..., Any]] = {}
         for candidate in tools:
             self._add(candidate)
+        self._external = frozenset(external_tools)
         self._overrides = self._check_overrides()
         self._agent_layers = tuple(
             Layer("agent", p.defaults, p.source)
@@ -168,7 +172,7 @@ class Dispatcher:
                             f"{prefix}overrides[{key!r}]: bad glob: {problem}"
                         )
                     globs.append((key, layer, re.compile(fnmatch.translate(key))))
-                elif key in self._tools:
+                elif key in self._tools or key in self._external:
                     exact.append((key, layer, None))
                 elif agent_policy.source is None:
                     # In code, a name that matches no tool is a typo; a policy file
@@ -437,6 +441,34 @@ class Dispatcher:
             tool=call.name,
             available=names,
         )
+
+    def handle_result(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """The result of a successful call of a tool that ran elsewhere.
+
+        The value becomes content as for one of this agent's tools (serialised,
+        truncated per ``max_result_chars``), and ``return_direct`` is decided by the
+        chain for that name. A value that cannot be serialised is a hidden failure.
+        """
+        entry = self._entries.get(call.name) or self._foreign_entry(call.name)
+        try:
+            content, artifact = to_content(value)
+        except Exception as error:
+            return self._handle(error, call, self._sync_resolved(entry, policy), entry.name, None)
+        return self._success(call, entry.name, content, artifact, self._resolved(entry, policy))
+
+    async def ahandle_result(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`handle_result` (async handlers allowed)."""
+        entry = self._entries.get(call.name) or self._foreign_entry(call.name)
+        resolved = self._resolved(entry, policy)
+        try:
+            content, artifact = to_content(value)
+        except Exception as error:
+            return await self._ahandle(error, call, resolved, entry.name, None)
+        return self._success(call, entry.name, content, artifact, resolved)
 
     # --- failures ----------------------------------------------------------------
 

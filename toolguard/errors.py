@@ -17,6 +17,7 @@ Three ideas live here:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from toolguard._logging import EVENT_BLANK_MESSAGE, emit
@@ -184,27 +185,38 @@ class InjectionError(Exception):
 # --- control flow registry -------------------------------------------------------
 
 _control_flow_types: tuple[type[BaseException], ...] = (ControlFlow,)
+_control_flow_checks: tuple[Callable[[BaseException], bool], ...] = ()
 _registry_lock = threading.Lock()
 
 
-def register_control_flow(*types: type[BaseException]) -> None:
+def register_control_flow(
+    *types: type[BaseException], check: Callable[[BaseException], bool] | None = None
+) -> None:
     """Treat these exception types (and their subclasses) as control flow.
 
     Frameworks' own signals (LangGraph's ``GraphInterrupt``, handoffs) register
-    here so that they propagate out of toolguard untouched.
+    here so that they propagate out of toolguard untouched. ``check`` is for
+    signals recognised per instance rather than by type (a predicate on the
+    exception; it must be cheap and must not raise). Registering twice is harmless.
     """
-    global _control_flow_types
+    global _control_flow_types, _control_flow_checks
     for exc_type in types:
         if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
             raise TypeError(f"register_control_flow() takes exception classes, got {exc_type!r}")
+    if check is not None and not callable(check):
+        raise TypeError(f"register_control_flow(check=...) takes a predicate, got {check!r}")
     with _registry_lock:
         known = set(_control_flow_types)
         _control_flow_types = _control_flow_types + tuple(t for t in types if t not in known)
+        if check is not None and check not in _control_flow_checks:
+            _control_flow_checks = (*_control_flow_checks, check)
 
 
 def is_control_flow(error: BaseException) -> bool:
     """True for exceptions that toolguard must never handle."""
-    return not isinstance(error, Exception) or isinstance(error, _control_flow_types)
+    if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
+        return True
+    return any(check(error) for check in _control_flow_checks) if _control_flow_checks else False
 
 
 def has_hidden_cause(error: BaseException) -> bool:
