@@ -1,0 +1,102 @@
+"""Tools served by the MCP tests, in process and as ``MODULE:ATTR`` over stdio.
+
+``SECRET`` and ``CAUSE_SECRET`` are what must never reach an MCP client: they sit
+in hidden exceptions' messages and causes. ``RUNS`` counts how often each tool's
+body ran (in this process), to prove that bad arguments never run a tool.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any
+
+from toolguard import (
+    ControlFlow,
+    Dispatcher,
+    Image,
+    Injected,
+    InjectedCallId,
+    Text,
+    ToolError,
+    tool,
+)
+from toolguard.handlers import fail
+
+SECRET = "pw=hunter2-5ecr3t"
+CAUSE_SECRET = "db-host-10.0.0.7-cause-5ecr3t"
+PIXEL = "iVBORw0KGgo="  # the first bytes of a PNG, base64
+
+RUNS: Counter[str] = Counter()
+
+
+class Handoff(ControlFlow):
+    """A control-flow signal: no handler sees it."""
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    RUNS["add"] += 1
+    return a + b
+
+
+@tool
+def lookup_order(order_id: int) -> dict[str, Any]:
+    """Look an order up by its number."""
+    RUNS["lookup_order"] += 1
+    if order_id != 42:
+        try:
+            raise LookupError(f"no row for order {order_id} ({CAUSE_SECRET})")
+        except LookupError as error:
+            raise ToolError(
+                f"There is no order {order_id}. Ask the user to check the number."
+            ) from error
+    return {"order_id": 42, "status": "shipped", "items": ["book"]}
+
+
+@tool
+def charge(amount: float) -> str:
+    """Charge the customer's card."""
+    RUNS["charge"] += 1
+    try:
+        raise KeyError(CAUSE_SECRET)
+    except KeyError as error:
+        raise ConnectionError(f"payment gateway refused ({SECRET})") from error
+
+
+@tool
+def chart() -> list[Text | Image]:
+    """Draw the sales chart."""
+    RUNS["chart"] += 1
+    return [Text(text="Sales, last 7 days:"), Image(data=PIXEL, media_type="image/png")]
+
+
+@tool(on_error=fail)
+def transfer(to: str) -> str:
+    """Transfer the balance (failures fail the invocation)."""
+    RUNS["transfer"] += 1
+    raise RuntimeError(f"ledger locked ({SECRET})")
+
+
+@tool
+def escalate() -> str:
+    """Hand the conversation to a human."""
+    RUNS["escalate"] += 1
+    raise Handoff(f"to the billing team ({SECRET})")
+
+
+@tool
+def whoami(user: Annotated[str, Injected], call_id: Annotated[str, InjectedCallId]) -> str:
+    """Who is calling, and under which call id."""
+    RUNS["whoami"] += 1
+    return f"{user} {call_id}"
+
+
+dispatcher = Dispatcher([add, lookup_order, charge, chart, transfer, escalate])
+tools = [add, chart]
+not_tools = 42

@@ -1,0 +1,621 @@
+"""The LangChain/LangGraph integration, driven through the real ``create_agent`` loop.
+
+The model is LangChain's own ``GenericFakeChatModel`` answering from a script; tools,
+``ToolNode``, middleware, checkpointer and interrupts are the framework's own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as lc_tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+
+import toolguard
+from toolguard import (
+    Dispatcher,
+    Injected,
+    InjectedCallId,
+    Output,
+    ToolCall,
+    ToolCallFailed,
+    ToolError,
+    ToolPolicy,
+)
+from toolguard.handlers import fail
+from toolguard.integrations.langchain import (
+    ToolguardMiddleware,
+    as_langchain_tool,
+    as_langchain_tools,
+    stop_requested,
+)
+from toolguard.policy import BUILTIN_MESSAGE
+
+Logs = list[dict[str, Any]]
+SECRET = "db-password=hunter2"
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """LangChain's fake chat model; it accepts any tools and answers from its script."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self
+
+
+def ai(*calls: tuple[str, dict[str, Any], str]) -> AIMessage:
+    """An AIMessage that calls tools: ``(name, args, id)`` each."""
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": args, "id": id_} for name, args, id_ in calls],
+    )
+
+
+def run(
+    tools: Sequence[BaseTool],
+    script: list[AIMessage],
+    *,
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
+) -> tuple[list[AnyMessage], list[AIMessage]]:
+    """Run a ``create_agent`` agent; return its final messages and the unused script."""
+    answers: Iterator[AIMessage] = iter(script)
+    agent = create_agent(ScriptedModel(messages=answers), tools=tools, middleware=middleware)
+    state = agent.invoke({"messages": [HumanMessage("go")]})
+    return state["messages"], list(answers)
+
+
+async def arun(
+    tools: Sequence[BaseTool],
+    script: list[AIMessage],
+    *,
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
+) -> tuple[list[AnyMessage], list[AIMessage]]:
+    """Async :func:`run` (``ainvoke``)."""
+    answers: Iterator[AIMessage] = iter(script)
+    agent = create_agent(ScriptedModel(messages=answers), tools=tools, middleware=middleware)
+    state = await agent.ainvoke({"messages": [HumanMessage("go")]})
+    return state["messages"], list(answers)
+
+
+def tool_messages(messages: Sequence[BaseMessage]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def builtin_message(tool: str, error_id: str) -> str:
+    return BUILTIN_MESSAGE.replace("{tool}", tool).replace("{error_id}", error_id)
+
+
+def hidden_event(
+    messages: Sequence[BaseMessage], logs: Logs, secret: str = SECRET
+) -> dict[str, Any]:
+    """Assert ``secret`` is in no message and in exactly one log event; return that event."""
+    for message in messages:
+        assert secret not in message.model_dump_json()
+    carrying = [event for event in logs if secret in repr(event)]
+    assert len(carrying) == 1, carrying
+    return carrying[0]
+
+
+# --- toolguard tools used below -------------------------------------------------------
+
+
+@toolguard.tool
+def charge(card: str) -> str:
+    """Charge a card."""
+    raise RuntimeError(f"payment backend refused: {SECRET}")
+
+
+@toolguard.tool
+def find_order(order_id: int) -> str:
+    """Find an order."""
+    try:
+        raise KeyError(order_id)
+    except KeyError as error:
+        raise ToolError(f"There is no order {order_id}. Ask the user to check it.") from error
+
+
+@toolguard.tool(return_direct=True)
+def submit(text: str) -> str:
+    """Submit the final answer."""
+    if not text:
+        raise ToolError("The answer is empty; write one.")
+    return f"Submitted: {text}"
+
+
+# --- as_langchain_tool in create_agent -------------------------------------------------
+
+
+def test_hidden_cause_reaches_no_message_and_is_logged_once(logs: Logs) -> None:
+    messages, _ = run(
+        [as_langchain_tool(charge)],
+        [ai(("charge", {"card": "4242"}, "call-1")), AIMessage("Payment failed.")],
+    )
+
+    event = hidden_event(messages, logs)
+    answer = tool_messages(messages)["call-1"]
+    assert event["event"] == "tool_error_hidden"
+    assert (event["tool"], event["call_id"]) == ("charge", "call-1")
+    assert answer.status == "error"
+    assert answer.content == builtin_message("charge", event["error_id"])
+    assert answer.response_metadata["toolguard"] == {
+        "return_direct": False,
+        "error_id": event["error_id"],
+    }
+    assert messages[-1].content == "Payment failed."
+
+
+def test_tool_error_message_reaches_the_model_as_an_error() -> None:
+    messages, _ = run(
+        [as_langchain_tool(find_order)],
+        [ai(("find_order", {"order_id": 42}, "call-1")), AIMessage("Which order?")],
+    )
+
+    answer = tool_messages(messages)["call-1"]
+    assert answer.status == "error"
+    assert answer.content == "There is no order 42. Ask the user to check it."
+    assert messages[-1].content == "Which order?"
+
+
+def test_return_direct_tool_ends_the_loop_after_its_success() -> None:
+    guard = Dispatcher([submit])
+    messages, unused = run(
+        as_langchain_tools(guard),
+        [ai(("submit", {"text": "42"}, "call-1")), AIMessage("never asked")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage]
+    assert messages[-1].content == "Submitted: 42"
+    assert [m.content for m in unused] == ["never asked"]
+
+
+def test_failed_return_direct_tool_does_not_end_the_loop() -> None:
+    guard = Dispatcher([submit])
+    messages, unused = run(
+        as_langchain_tools(guard),
+        [ai(("submit", {"text": ""}, "call-1")), AIMessage("Let me write one.")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    answer = tool_messages(messages)["call-1"]
+    assert (answer.status, answer.content) == ("error", "The answer is empty; write one.")
+    assert messages[-1].content == "Let me write one."
+    assert unused == []
+
+
+def test_invalid_arguments_get_toolguards_message_and_the_tool_never_runs() -> None:
+    ran: list[int] = []
+
+    @toolguard.tool
+    def refund(order_id: int) -> str:
+        """Refund an order."""
+        ran.append(order_id)
+        return "refunded"
+
+    expected = Dispatcher([refund]).dispatch(
+        ToolCall(name="refund", arguments={"order_id": "abc"}, id="x")
+    )
+    messages, _ = run(
+        [as_langchain_tool(refund)],
+        [ai(("refund", {"order_id": "abc"}, "call-1")), AIMessage("Oops.")],
+    )
+
+    answer = tool_messages(messages)["call-1"]
+    assert answer.status == "error"
+    assert answer.content == expected.content
+    assert str(answer.content).startswith("Invalid arguments for tool 'refund':\n- 'order_id': ")
+    assert ran == []
+
+
+def test_injected_call_id_is_the_frameworks_tool_call_id_and_not_in_the_schema() -> None:
+    @toolguard.tool
+    def track(parcel: str, call_id: Annotated[str, InjectedCallId]) -> str:
+        """Track a parcel."""
+        return f"{parcel} tracked by {call_id}"
+
+    lc_track = as_langchain_tool(track)
+    messages, _ = run([lc_track], [ai(("track", {"parcel": "P1"}, "call-7")), AIMessage("ok")])
+
+    assert tool_messages(messages)["call-7"].content == "P1 tracked by call-7"
+    assert convert_to_openai_tool(lc_track)["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"parcel": {"type": "string"}},
+        "required": ["parcel"],
+        "additionalProperties": False,
+    }
+
+
+def test_artifact_stays_on_the_message_beside_the_content() -> None:
+    @toolguard.tool
+    def rows(table: str) -> Output:
+        """Read a table."""
+        return Output(content=f"2 rows in {table}", artifact=[{"id": 1}, {"id": 2}])
+
+    messages, _ = run([as_langchain_tool(rows)], [ai(("rows", {"table": "t"}, "c")), AIMessage("")])
+
+    answer = tool_messages(messages)["c"]
+    assert (answer.status, answer.content) == ("success", "2 rows in t")
+    assert answer.artifact == [{"id": 1}, {"id": 2}]
+
+
+def test_dispatcher_overrides_and_defaults_apply_to_its_tools(logs: Logs) -> None:
+    guard = Dispatcher(
+        [charge, find_order],
+        on_error="Agent default: {tool} failed ({error_id}).",
+        overrides={"find_*": ToolPolicy(on_error="Override: orders are offline.")},
+    )
+    messages, _ = run(
+        as_langchain_tools(guard),
+        [ai(("charge", {"card": "1"}, "c1"), ("find_order", {"order_id": 1}, "c2")), AIMessage("")],
+    )
+
+    event = hidden_event(messages, logs)
+    answers = tool_messages(messages)
+    assert answers["c1"].content == f"Agent default: charge failed ({event['error_id']})."
+    assert answers["c2"].content == "Override: orders are offline."
+
+
+def test_without_a_dispatcher_the_global_defaults_apply() -> None:
+    toolguard.configure(on_error="Global: {tool} is down.")
+    messages, _ = run(
+        [as_langchain_tool(charge)], [ai(("charge", {"card": "1"}, "c")), AIMessage("")]
+    )
+
+    assert tool_messages(messages)["c"].content == "Global: charge is down."
+
+
+def test_as_langchain_tool_refuses_a_tool_the_dispatcher_does_not_have() -> None:
+    with pytest.raises(toolguard.ToolDefinitionError, match="'charge' is not one of this"):
+        as_langchain_tool(charge, dispatcher=Dispatcher([submit]))
+
+
+def test_a_call_without_a_tool_call_id_returns_toolguards_content() -> None:
+    assert as_langchain_tool(submit).invoke({"text": "hi"}) == "Submitted: hi"
+    assert as_langchain_tool(find_order).invoke('{"order_id": 7}') == (
+        "There is no order 7. Ask the user to check it."
+    )
+
+
+@dataclass
+class User:
+    name: str
+
+
+def test_injected_context_is_the_langgraph_runtime_context() -> None:
+    @toolguard.tool
+    def whoami(user: Annotated[User, Injected]) -> str:
+        """Who is asking."""
+        return user.name
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("whoami", {}, "c")), AIMessage("")])),
+        tools=[as_langchain_tool(whoami)],
+        context_schema=User,
+    )
+    state = agent.invoke({"messages": [HumanMessage("go")]}, context=User("ann"))
+
+    assert tool_messages(state["messages"])["c"].content == "ann"
+
+
+def test_a_handler_that_fails_the_invocation_propagates_out_of_the_agent(logs: Logs) -> None:
+    guard = Dispatcher([charge], on_error=fail)
+    with pytest.raises(ToolCallFailed) as raised:
+        run(
+            as_langchain_tools(guard),
+            [ai(("charge", {"card": "1"}, "c")), AIMessage("")],
+            middleware=[ToolguardMiddleware(guard)],  # does not answer it a second time
+        )
+
+    assert (raised.value.tool, raised.value.call_id) == ("charge", "c")
+    assert [event["event"] for event in logs] == ["tool_call_failed"]
+
+
+def test_interrupt_in_a_tool_pauses_the_graph_and_resume_reruns_it(logs: Logs) -> None:
+    @toolguard.tool
+    def approve(amount: int) -> str:
+        """Ask a human to approve a payment."""
+        return f"approved {amount}: {interrupt(f'Approve {amount}?')}"
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("done")])),
+        tools=[as_langchain_tool(approve)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+
+    paused = agent.invoke({"messages": [HumanMessage("pay")]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["Approve 5?"]
+    assert tool_messages(paused["messages"]) == {}
+
+    resumed = agent.invoke(Command(resume="yes"), config)
+    assert tool_messages(resumed["messages"])["c"].content == "approved 5: yes"
+    assert resumed["messages"][-1].content == "done"
+    assert logs == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: a predicate-based control-flow check is needed to pass LangGraph's "
+    "invalid-resume ValidationError through Dispatcher.dispatch",
+)
+def test_a_resume_value_failing_the_interrupt_schema_fails_the_run() -> None:
+    @toolguard.tool
+    def approve(amount: int) -> str:
+        """Ask a human for a number."""
+        return f"approved {interrupt('How many?', response_schema=int)}"
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("")])),
+        tools=[as_langchain_tool(approve)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+    agent.invoke({"messages": [HumanMessage("pay")]}, config)
+
+    with pytest.raises(Exception, match="validation error"):
+        agent.invoke(Command(resume="not a number"), config)
+
+
+async def test_async_agent_hides_causes_and_runs_sync_tools_off_the_loop(logs: Logs) -> None:
+    threads: list[int] = []
+
+    @toolguard.tool
+    async def acharge(card: str) -> str:
+        """Charge a card (async)."""
+        raise RuntimeError(f"payment backend refused: {SECRET}")
+
+    @toolguard.tool
+    def where() -> str:
+        """Report the thread (sync)."""
+        threads.append(threading.get_ident())
+        return "here"
+
+    messages, _ = await arun(
+        [as_langchain_tool(acharge), as_langchain_tool(where)],
+        [ai(("acharge", {"card": "1"}, "c1"), ("where", {}, "c2")), AIMessage("done")],
+    )
+
+    event = hidden_event(messages, logs)
+    answers = tool_messages(messages)
+    assert answers["c1"].content == builtin_message("acharge", event["error_id"])
+    assert answers["c2"].content == "here"
+    assert threads != [threading.get_ident()]
+    assert messages[-1].content == "done"
+
+
+# --- ToolguardMiddleware with plain LangChain tools -------------------------------------
+
+
+@lc_tool
+def pay(card: str) -> str:
+    """Pay with a card."""
+    raise RuntimeError(f"payment backend refused: {SECRET}")
+
+
+@lc_tool
+def lookup(order_id: int) -> str:
+    """Look an order up."""
+    raise ToolError(f"There is no order {order_id}. Ask the user to check it.")
+
+
+@lc_tool
+def finish_report(text: str) -> str:
+    """Finish with a report."""
+    if not text:
+        raise ValueError("empty report")
+    return f"Report: {text}"
+
+
+@lc_tool
+def note(text: str) -> str:
+    """Take a note."""
+    return f"noted {text}"
+
+
+FINISH_STOPS = {"finish_*": ToolPolicy(return_direct=True)}
+
+
+def test_middleware_hides_a_plain_tools_cause_and_logs_it_once(logs: Logs) -> None:
+    messages, _ = run(
+        [pay],
+        [ai(("pay", {"card": "4242"}, "call-1")), AIMessage("Payment failed.")],
+        middleware=[ToolguardMiddleware()],
+    )
+
+    event = hidden_event(messages, logs)
+    answer = tool_messages(messages)["call-1"]
+    assert (event["event"], event["tool"], event["call_id"]) == (
+        "tool_error_hidden",
+        "pay",
+        "call-1",
+    )
+    assert answer.status == "error"
+    assert answer.content == builtin_message("pay", event["error_id"])
+    assert messages[-1].content == "Payment failed."
+
+
+def test_middleware_sends_a_plain_tools_tool_error_message() -> None:
+    messages, _ = run(
+        [lookup],
+        [ai(("lookup", {"order_id": 42}, "call-1")), AIMessage("Which order?")],
+        middleware=[ToolguardMiddleware()],
+    )
+
+    answer = tool_messages(messages)["call-1"]
+    assert (answer.status, answer.content) == (
+        "error",
+        "There is no order 42. Ask the user to check it.",
+    )
+
+
+def test_middleware_applies_agent_defaults_and_overrides_to_plain_tools(logs: Logs) -> None:
+    guard = Dispatcher(
+        [],
+        on_error="Agent default: {tool} failed ({error_id}).",
+        overrides={"look*": ToolPolicy(on_error="Override: orders are offline.")},
+    )
+    messages, _ = run(
+        [pay, lookup],
+        [ai(("pay", {"card": "1"}, "c1"), ("lookup", {"order_id": 1}, "c2")), AIMessage("")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    event = hidden_event(messages, logs)
+    answers = tool_messages(messages)
+    assert answers["c1"].content == f"Agent default: pay failed ({event['error_id']})."
+    assert answers["c2"].content == "Override: orders are offline."
+
+
+def test_middleware_ends_the_loop_after_a_plain_return_direct_tool_succeeds() -> None:
+    messages, unused = run(
+        [finish_report],
+        [ai(("finish_report", {"text": "all good"}, "c")), AIMessage("never asked")],
+        middleware=[ToolguardMiddleware(Dispatcher([], overrides=FINISH_STOPS))],
+    )
+
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage]
+    assert messages[-1].content == "Report: all good"
+    assert [m.content for m in unused] == ["never asked"]
+
+
+def test_middleware_keeps_looping_after_a_plain_return_direct_tool_fails() -> None:
+    messages, unused = run(
+        [finish_report],
+        [ai(("finish_report", {"text": ""}, "c")), AIMessage("Let me retry.")],
+        middleware=[ToolguardMiddleware(Dispatcher([], overrides=FINISH_STOPS))],
+    )
+
+    assert tool_messages(messages)["c"].status == "error"
+    assert messages[-1].content == "Let me retry."
+    assert unused == []
+
+
+@pytest.mark.parametrize(("mode", "stops"), [("any", True), ("all", False)])
+def test_middleware_follows_the_dispatchers_return_direct_mode(mode: Any, stops: bool) -> None:
+    guard = Dispatcher([], overrides=FINISH_STOPS, return_direct_mode=mode)
+    messages, unused = run(
+        [finish_report, note],
+        [
+            ai(("finish_report", {"text": "r"}, "c1"), ("note", {"text": "n"}, "c2")),
+            AIMessage("more"),
+        ],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    assert isinstance(messages[-1], ToolMessage) is stops
+    assert [m.content for m in unused] == (["more"] if stops else [])
+
+
+def test_middleware_lets_an_interrupt_pause_the_graph(logs: Logs) -> None:
+    @lc_tool
+    def approve(amount: int) -> str:
+        """Ask a human to approve a payment."""
+        return f"approved {amount}: {interrupt(f'Approve {amount}?')}"
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("done")])),
+        tools=[approve],
+        middleware=[ToolguardMiddleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+
+    paused = agent.invoke({"messages": [HumanMessage("pay")]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["Approve 5?"]
+    resumed = agent.invoke(Command(resume="yes"), config)
+    assert tool_messages(resumed["messages"])["c"].content == "approved 5: yes"
+    assert logs == []
+
+
+async def test_async_middleware_answers_with_async_handlers(logs: Logs) -> None:
+    async def apologise(error: Exception, context: toolguard.HandlerContext) -> str:
+        return f"Sorry, {context.tool} is unavailable ({context.error_id})."
+
+    @lc_tool
+    async def apay(card: str) -> str:
+        """Pay with a card (async)."""
+        raise RuntimeError(f"payment backend refused: {SECRET}")
+
+    messages, _ = await arun(
+        [apay, finish_report],
+        [
+            ai(("apay", {"card": "1"}, "c1")),
+            ai(("finish_report", {"text": "x"}, "c2")),
+            AIMessage(""),
+        ],
+        middleware=[
+            ToolguardMiddleware(Dispatcher([], on_error=apologise, overrides=FINISH_STOPS))
+        ],
+    )
+
+    event = hidden_event(messages, logs)
+    answers = tool_messages(messages)
+    assert answers["c1"].content == f"Sorry, apay is unavailable ({event['error_id']})."
+    assert messages[-1].content == "Report: x"
+
+
+# --- a graph of one's own ----------------------------------------------------------
+
+
+def test_a_custom_graph_uses_the_wrapper_on_toolnode_and_routes_with_stop_requested(
+    logs: Logs,
+) -> None:
+    guard = ToolguardMiddleware(Dispatcher([], overrides=FINISH_STOPS))
+    model = ScriptedModel(
+        messages=iter(
+            [
+                ai(("pay", {"card": "1"}, "c1")),
+                ai(("finish_report", {"text": "r"}, "c2")),
+                AIMessage("x"),
+            ]
+        )
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
+    graph.add_node("tools", ToolNode([pay, finish_report], wrap_tool_call=guard.wrap_tool_call))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_conditional_edges(
+        "tools", lambda state: END if stop_requested(state["messages"]) else "model"
+    )
+
+    messages = graph.compile().invoke({"messages": [HumanMessage("go")]})["messages"]
+
+    event = hidden_event(messages, logs)
+    answers = tool_messages(messages)
+    assert answers["c1"].content == builtin_message("pay", event["error_id"])
+    assert messages[-1].content == "Report: r"
+
+
+def test_stop_requested_only_looks_at_a_round_that_ends_the_conversation() -> None:
+    stop = ToolMessage(
+        "done", tool_call_id="c", response_metadata={"toolguard": {"return_direct": True}}
+    )
+    go_on = ToolMessage("more", tool_call_id="d")
+    call = ai(("t", {}, "c"), ("u", {}, "d"))
+
+    assert stop_requested([HumanMessage("x"), call, stop, go_on])
+    assert not stop_requested([HumanMessage("x"), call, stop, go_on], mode="all")
+    assert stop_requested([HumanMessage("x"), call, stop, stop], mode="all")
+    assert not stop_requested([call, stop, HumanMessage("next question")])
+    assert not stop_requested([HumanMessage("x")])
+    assert not stop_requested([call])
