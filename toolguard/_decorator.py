@@ -151,8 +151,12 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
             set_name(owner, name)
         spec = self._self_spec
         if self._self_binding == "function" and not spec.is_method:
-            arguments = build_arguments(
-                self.__wrapped__, tool=spec.name, skip_first=True, docs=spec.docs
+            arguments = build_arguments(  # the docstring was checked at decoration
+                self.__wrapped__,
+                tool=spec.name,
+                skip_first=True,
+                docs=spec.docs,
+                check_docstring=False,
             )
             self._self_spec = attrs.evolve(spec, arguments=arguments, is_method=True)
 
@@ -162,6 +166,7 @@ def _build(
     *,
     name: str | None,
     description: str | None,
+    check_docstring: bool,
     options: dict[str, Any],
 ) -> Tool[Any, Any]:
     target = function
@@ -193,7 +198,13 @@ def _build(
         name=tool_name,
         description=description if description is not None else summary,
         policy=policy,
-        arguments=build_arguments(target, tool=tool_name, skip_first=skip_first, docs=docs),
+        arguments=build_arguments(
+            target,
+            tool=tool_name,
+            skip_first=skip_first,
+            docs=docs,
+            check_docstring=check_docstring,
+        ),
         is_async=inspect.iscoroutinefunction(target),
         is_method=skip_first,
         docs=docs,
@@ -210,6 +221,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    check_docstring: bool = True,
     **options: Any,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
@@ -220,6 +232,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    check_docstring: bool = True,
     **options: Any,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
@@ -228,11 +241,25 @@ def tool(
     a fixed message or a callable), ``return_direct`` (``False``, ``True``,
     ``"always"`` or a predicate on the result), ``log_level``, ``redact``. A bad
     option fails here, at import time, naming the tool and what is allowed.
+    ``check_docstring=False`` accepts a docstring with a malformed section or an
+    argument the signature lacks (checked by default).
     """
     if function is not None:
-        return _build(function, name=name, description=description, options=options)
+        return _build(
+            function,
+            name=name,
+            description=description,
+            check_docstring=check_docstring,
+            options=options,
+        )
 
     def decorate(fn: Callable[P, R]) -> Tool[P, R]:
-        return _build(fn, name=name, description=description, options=options)
+        return _build(
+            fn,
+            name=name,
+            description=description,
+            check_docstring=check_docstring,
+            options=options,
+        )
 
     return decorate
