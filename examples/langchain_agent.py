@@ -80,7 +80,9 @@ script = [
 
 guard = Dispatcher(
     [order_status, final_answer],
-    overrides={"shipping_*": ToolPolicy(log_level="error")},
+    # shipping_quote runs in LangChain; naming it here lets an override name it exactly.
+    external_tools=[shipping_quote.name],
+    overrides={"shipping_quote": ToolPolicy(log_level="error")},
 )
 agent = create_agent(
     ScriptedModel(messages=iter(script)),

@@ -667,3 +667,41 @@ def test_what_cannot_be_strict_is_an_error_naming_the_tool_and_argument(
     assert str(caught.value) == (
         f"tool {declared.name!r} cannot be declared with strict=True: {where}{NOT_STRICT}"
     )
+
+
+# --- strict mode asked at decoration --------------------------------------------------
+
+
+def test_strict_is_checked_at_decoration_and_declared_by_default() -> None:
+    from toolguard.formats import openai
+
+    @tool(strict=True)
+    def search(query: str, limit: int = 5) -> str:
+        return query
+
+    assert search.spec.strict_parameters is not None
+    assert search.spec.strict_parameters["required"] == ["query", "limit"]
+    [declared] = openai.tools([search])
+    assert declared["function"]["strict"] is True
+    assert declared["function"]["parameters"] == search.spec.strict_parameters
+    [loose] = openai.tools([search], strict=False)
+    assert "strict" not in loose["function"]
+    with pytest.raises(ToolDefinitionError, match="cannot be declared with strict=True"):
+
+        @tool(strict=True)
+        def free_form(**options: str) -> str:
+            return ""
+
+
+def test_strict_methods_leave_self_out_of_the_strict_schema() -> None:
+    class Catalogue:
+        @tool(strict=True)
+        def find(self, sku: str) -> str:
+            return sku
+
+    assert Catalogue().find.spec.strict_parameters == {
+        "type": "object",
+        "properties": {"sku": {"type": "string"}},
+        "required": ["sku"],
+        "additionalProperties": False,
+    }

@@ -50,6 +50,8 @@ class ToolSpec:
     is_async: bool
     is_method: bool = False
     docs: dict[str, str] = attrs.field(factory=dict, repr=False)
+    strict: bool = False
+    strict_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False)
 
 
 def _passthrough(
@@ -145,7 +147,8 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
         def __get__(self, instance: Any, owner: type[Any] | None = None, /) -> Any: ...
 
     def __set_name__(self, owner: type, name: str) -> None:
-        """Defined in a class body: an instance method's ``self`` leaves the schema."""
+        """Set on a class: an instance method's ``self`` leaves the schema (when its
+        qualified name did not already tell, at decoration)."""
         set_name = getattr(self.__wrapped__, "__set_name__", None)
         if set_name is not None:
             set_name(owner, name)
@@ -158,7 +161,28 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
                 docs=spec.docs,
                 check_docstring=False,
             )
-            self._self_spec = attrs.evolve(spec, arguments=arguments, is_method=True)
+            self._self_spec = attrs.evolve(
+                spec,
+                arguments=arguments,
+                is_method=True,
+                strict_parameters=(
+                    _strict_parameters(arguments, spec.name) if spec.strict else None
+                ),
+            )
+
+
+def _defined_in_class(function: Any) -> bool:
+    """A plain function written in a class body (its qualified name says so)."""
+    if not inspect.isfunction(function):
+        return False
+    parts = function.__qualname__.split(".")
+    return len(parts) >= 2 and parts[-2] != "<locals>"
+
+
+def _strict_parameters(arguments: Arguments, tool: str) -> dict[str, Any]:
+    from toolguard._strict import strict_schema
+
+    return strict_schema(arguments.parameters, tool=tool)
 
 
 def _build(
@@ -167,6 +191,7 @@ def _build(
     name: str | None,
     description: str | None,
     check_docstring: bool,
+    strict: bool,
     options: dict[str, Any],
 ) -> Tool[Any, Any]:
     target = function
@@ -175,6 +200,8 @@ def _build(
         target, skip_first = function.__func__, True
     elif isinstance(function, staticmethod):
         target = function.__func__
+    elif _defined_in_class(function):
+        skip_first = True  # an instance method: `self` is not the model's to send
     if not callable(target):
         raise ToolDefinitionError(f"@tool decorates a function or method, got {function!r}")
     tool_name = name if name is not None else getattr(target, "__name__", "")
@@ -194,20 +221,25 @@ def _build(
     summary, docs = describe(target)
     if description is not None and not isinstance(description, str):
         raise ToolDefinitionError(f"tool {tool_name!r}: description must be a str")
+    if not isinstance(strict, bool):
+        raise ToolDefinitionError(f"tool {tool_name!r}: strict must be True or False")
+    arguments = build_arguments(
+        target,
+        tool=tool_name,
+        skip_first=skip_first,
+        docs=docs,
+        check_docstring=check_docstring,
+    )
     spec = ToolSpec(
         name=tool_name,
         description=description if description is not None else summary,
         policy=policy,
-        arguments=build_arguments(
-            target,
-            tool=tool_name,
-            skip_first=skip_first,
-            docs=docs,
-            check_docstring=check_docstring,
-        ),
+        arguments=arguments,
         is_async=inspect.iscoroutinefunction(target),
         is_method=skip_first,
         docs=docs,
+        strict=strict,
+        strict_parameters=_strict_parameters(arguments, tool_name) if strict else None,
     )
     return Tool(function, spec)
 
@@ -222,6 +254,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     check_docstring: bool = True,
+    strict: bool = False,
     **options: Any,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
@@ -233,6 +266,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     check_docstring: bool = True,
+    strict: bool = False,
     **options: Any,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
@@ -242,7 +276,9 @@ def tool(
     ``"always"`` or a predicate on the result), ``log_level``, ``redact``. A bad
     option fails here, at import time, naming the tool and what is allowed.
     ``check_docstring=False`` accepts a docstring with a malformed section or an
-    argument the signature lacks (checked by default).
+    argument the signature lacks (checked by default). ``strict=True`` asks for a
+    strict-mode schema (OpenAI ``strict: true``) and fails here when the signature
+    cannot be expressed strictly.
     """
     if function is not None:
         return _build(
@@ -250,6 +286,7 @@ def tool(
             name=name,
             description=description,
             check_docstring=check_docstring,
+            strict=strict,
             options=options,
         )
 
@@ -259,6 +296,7 @@ def tool(
             name=name,
             description=description,
             check_docstring=check_docstring,
+            strict=strict,
             options=options,
         )
 

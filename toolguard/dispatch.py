@@ -180,7 +180,8 @@ class Dispatcher:
                     tools = ", ".join(self._tools) or "none"
                     raise ToolDefinitionError(
                         f"overrides[{key!r}] names no tool of this agent"
-                        f"{did_you_mean(key, self._tools)}; tools: {tools}"
+                        f"{did_you_mean(key, self._tools)}; tools: {tools}. A tool that "
+                        "runs elsewhere (another library's) goes in external_tools=[...]"
                     )
                 else:
                     exact.append((key, layer, None))

@@ -9,24 +9,20 @@ arguments) or ``validate_json`` (the string the model sent).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
 import inspect
 import json
-import re
-import types
 import typing
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, NotRequired
 
 import attrs
-import docstring_parser
 import pydantic
 import pydantic_core
 from typing_extensions import TypedDict
 
-from toolguard._suggest import did_you_mean
+from toolguard._docstrings import check_docstring as check_docs
+from toolguard._docstrings import describe
+from toolguard._types import accepts_none, null_means_default, pydantic_ready
 from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
 from toolguard.results import ToolCall
 
@@ -172,222 +168,6 @@ class Arguments:
         return InvalidArguments(message, tool=self.tool, problems=tuple(problems))
 
 
-# --- docstrings ---------------------------------------------------------------------
-
-# What marks a docstring as one style. docstring_parser's AUTO style silently drops a
-# section it cannot parse (it falls back to another style), so the style a docstring
-# declares is detected here and parsed strictly: a broken section is reported.
-_STYLE_MARKERS: Final = (
-    (  # a NumPy section title underlined with dashes
-        docstring_parser.DocstringStyle.NUMPYDOC,
-        re.compile(r"^[ \t]*[A-Za-z][A-Za-z ]*[ \t]*\n[ \t]*-{3,}[ \t]*$", re.MULTILINE),
-    ),
-    (  # a Google section title alone on its line
-        docstring_parser.DocstringStyle.GOOGLE,
-        re.compile(
-            r"^[ \t]*(?:Arguments|Args|Parameters|Params|Raises|Exceptions|Except|Attributes"
-            r"|Examples?|Returns|Yields)[ \t]*:[ \t]*$",
-            re.MULTILINE,
-        ),
-    ),
-    (  # a Sphinx (reST) field list
-        docstring_parser.DocstringStyle.REST,
-        re.compile(
-            r"^:(?:param|parameter|arg|argument|key|keyword|type|raises?|except|exception"
-            r"|returns?|rtype|yields?|ytype)\b",
-            re.MULTILINE,
-        ),
-    ),
-)
-_STYLE_NAMES: Final = {
-    docstring_parser.DocstringStyle.NUMPYDOC: "NumPy",
-    docstring_parser.DocstringStyle.GOOGLE: "Google",
-    docstring_parser.DocstringStyle.REST: "Sphinx",
-}
-_NOT_ARGUMENTS: Final = frozenset({"attribute", "var", "ivar", "cvar"})
-_OPT_OUT: Final = " Fix the docstring, or decorate with @tool(check_docstring=False)."
-
-
-@functools.lru_cache(maxsize=512)
-def _parse_docstring(doc: str) -> tuple[docstring_parser.Docstring | None, str | None]:
-    """``(parsed, problem)``: the docstring in the style it declares, and what is broken.
-
-    When the declared style fails, ``parsed`` is docstring_parser's best effort (or
-    ``None``) and ``problem`` says why, for :func:`build_arguments` to report.
-    """
-    problem: str | None = None
-    for style, marker in _STYLE_MARKERS:
-        if marker.search(doc):
-            try:
-                return docstring_parser.parse(doc, style), None
-            except docstring_parser.ParseError as error:
-                name = _STYLE_NAMES[style]
-                problem = f"its {name}-style docstring has a malformed section: {error}"
-            break
-    try:
-        return docstring_parser.parse(doc), problem
-    except docstring_parser.ParseError as error:
-        return None, problem or f"its docstring cannot be parsed: {error}"
-
-
-def describe(function: Callable[..., Any]) -> tuple[str, dict[str, str]]:
-    """The docstring's first paragraph, and each documented argument's description.
-
-    Google, NumPy and Sphinx styles are understood. Never raises: a malformed
-    docstring is reported by :func:`build_arguments` (unless it was told not to check).
-    """
-    doc = inspect.getdoc(function) or ""
-    if not doc:
-        return "", {}
-    parsed, _ = _parse_docstring(doc)
-    if parsed is None:
-        return " ".join(doc.split("\n\n", 1)[0].split()), {}
-    text = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
-    first = " ".join(text.split("\n\n", 1)[0].split())
-    params = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
-    return first, params
-
-
-def _check_docstring(function: Callable[..., Any], tool: str, names: list[str]) -> None:
-    """A malformed section, or a documented argument the signature lacks, is an error."""
-    doc = inspect.getdoc(function) or ""
-    if not doc:
-        return
-    parsed, problem = _parse_docstring(doc)
-    if problem is not None or parsed is None:
-        reason = (problem or "its docstring cannot be parsed").rstrip(".")
-        raise ToolDefinitionError(f"tool {tool!r}: {reason}.{_OPT_OUT}")
-    for param in parsed.params:
-        if param.args and param.args[0] in _NOT_ARGUMENTS:
-            continue
-        for documented in param.arg_name.split(","):
-            name = documented.strip().lstrip("*")
-            if name not in names:
-                raise ToolDefinitionError(
-                    f"tool {tool!r}: the docstring documents argument {documented.strip()!r}, "
-                    f"which is not in the signature{did_you_mean(name, names)}; parameters: "
-                    f"{', '.join(names) or 'none'}.{_OPT_OUT}"
-                )
-
-
-# --- types pydantic needs help with ----------------------------------------------------
-
-_OMITTED: Final = object()  # an attrs default left for attrs itself to compute
-_FACTORY: Final[type] = type(attrs.Factory(list))
-_ATTRS_TYPES: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
-
-
-def _omitted() -> Any:
-    return _OMITTED
-
-
-def _pydantic_ready(annotation: Any, building: frozenset[type] = frozenset()) -> Any:
-    """``annotation`` with every attrs class in it replaced by a type pydantic validates.
-
-    Returns ``annotation`` itself when there is nothing to replace.
-    """
-    if isinstance(annotation, type):
-        return _attrs_type(annotation, building) if attrs.has(annotation) else annotation
-    args = typing.get_args(annotation)
-    origin = typing.get_origin(annotation)
-    if not args or origin is None or origin is Literal:
-        return annotation
-    if origin is Annotated:
-        inner = _pydantic_ready(args[0], building)
-        if inner is args[0]:
-            return annotation
-        return Annotated[(inner, *annotation.__metadata__)]
-    ready = tuple(
-        _pydantic_ready(arg, building) if not isinstance(arg, list) else arg for arg in args
-    )
-    if all(new is old for new, old in zip(ready, args, strict=True)):
-        return annotation
-    if origin is types.UnionType or origin is typing.Union:
-        return typing.Union[ready]  # noqa: UP007 (built from a tuple)
-    try:
-        return origin[ready]
-    except TypeError:
-        return annotation
-
-
-def _attrs_type(cls: type, building: frozenset[type]) -> Any:
-    """A stand-in for an attrs class: a dataclass of its ``__init__`` arguments whose
-    validated value is turned into an instance of ``cls`` (so its validators run)."""
-    cached = _ATTRS_TYPES.get(cls)
-    if cached is not None:
-        return cached
-    if cls in building:
-        raise ToolDefinitionError(
-            f"attrs class {cls.__qualname__} refers to itself; recursive attrs classes are "
-            "not supported in tool arguments (use a pydantic model or a dataclass)"
-        )
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields: list[tuple[str, Any, Any]] = []
-    attributes: dict[str, str] = {}  # __init__ argument -> attribute
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        alias = getattr(field, "alias", None) or field.name.lstrip("_")
-        kind = _pydantic_ready(hints.get(field.name, field.type or Any), building | {cls})
-        default = field.default
-        if default is attrs.NOTHING:
-            spec = dataclasses.field()
-        elif type(default) is _FACTORY or type(default).__hash__ is None:
-            spec = dataclasses.field(default_factory=_omitted)  # attrs computes it
-        else:
-            spec = dataclasses.field(default=default)
-        fields.append((alias, kind, spec))
-        attributes[alias] = field.name
-    stand_in: Any = dataclasses.make_dataclass(cls.__name__, fields, kw_only=True)
-    stand_in.__doc__ = inspect.cleandoc(cls.__doc__) if cls.__doc__ else None
-    stand_in.__module__ = cls.__module__
-    stand_in.__qualname__ = cls.__qualname__
-
-    def from_instance(value: Any) -> Any:
-        if isinstance(value, cls):
-            return stand_in(**{alias: getattr(value, a) for alias, a in attributes.items()})
-        return value
-
-    def to_instance(value: Any) -> Any:
-        kwargs = {alias: getattr(value, alias) for alias in attributes}
-        return cls(**{k: v for k, v in kwargs.items() if v is not _OMITTED})
-
-    ready: Any = Annotated[
-        stand_in, pydantic.BeforeValidator(from_instance), pydantic.AfterValidator(to_instance)
-    ]
-    _ATTRS_TYPES[cls] = ready
-    return ready
-
-
-def _accepts_none(annotation: Any) -> bool:
-    """Whether ``None`` is a valid value of ``annotation`` (as far as a hint tells)."""
-    while typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    if annotation is Any or annotation is object or annotation is None:
-        return True
-    if annotation is type(None):
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is types.UnionType or origin is typing.Union:
-        return any(_accepts_none(arg) for arg in typing.get_args(annotation))
-    if origin is Literal:
-        return None in typing.get_args(annotation)
-    return False
-
-
-def _null_means(default: Any) -> pydantic.BeforeValidator:
-    """``null`` for an argument with a default means "use the default".
-
-    Strict schemas (OpenAI ``strict: true``) make every argument required, so a model
-    sends ``null`` for an argument it would have left out.
-    """
-
-    def use_default(value: Any) -> Any:
-        return default if value is None else value
-
-    return pydantic.BeforeValidator(use_default)
-
-
 # --- the arguments ------------------------------------------------------------------
 
 
@@ -415,7 +195,7 @@ def build_arguments(
         raise ToolDefinitionError(f"tool {tool!r}: cannot read its signature: {error}") from None
     params = list(signature.parameters.values())
     if check_docstring:
-        _check_docstring(function, tool, [param.name for param in params])
+        check_docs(function, tool, [param.name for param in params])
     if skip_first and params:
         params = params[1:]
 
@@ -444,7 +224,7 @@ def build_arguments(
         if param.kind is param.POSITIONAL_ONLY:
             positional.append(param.name)
         try:
-            annotation = _pydantic_ready(annotation)
+            annotation = pydantic_ready(annotation)
         except ToolDefinitionError as error:
             raise ToolDefinitionError(f"tool {tool!r}, argument {param.name!r}: {error}") from None
         except (NameError, TypeError) as error:
@@ -457,8 +237,8 @@ def build_arguments(
         if param.default is param.empty:
             fields[param.name] = annotation
         else:
-            if param.default is not None and not _accepts_none(annotation):
-                annotation = Annotated[annotation, _null_means(param.default)]
+            if param.default is not None and not accepts_none(annotation):
+                annotation = Annotated[annotation, null_means_default(param.default)]
             fields[param.name] = NotRequired[annotation]
             defaults[param.name] = param.default
 

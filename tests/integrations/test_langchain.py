@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import pydantic
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
@@ -352,27 +353,30 @@ def test_interrupt_in_a_tool_pauses_the_graph_and_resume_reruns_it(logs: Logs) -
     assert logs == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a predicate-based control-flow check is needed to pass LangGraph's "
-    "invalid-resume ValidationError through Dispatcher.dispatch",
-)
-def test_a_resume_value_failing_the_interrupt_schema_fails_the_run() -> None:
+def test_a_resume_value_failing_the_interrupt_schema_fails_the_run(logs: Logs) -> None:
+    """LangGraph marks that ValidationError per instance (``is_invalid_resume``): it is
+    control flow, so the run fails, nothing is logged, and the interrupt can be
+    answered again."""
+
     @toolguard.tool
     def approve(amount: int) -> str:
         """Ask a human for a number."""
         return f"approved {interrupt('How many?', response_schema=int)}"
 
     agent = create_agent(
-        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("")])),
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("done")])),
         tools=[as_langchain_tool(approve)],
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "1"}}
     agent.invoke({"messages": [HumanMessage("pay")]}, config)
 
-    with pytest.raises(Exception, match="validation error"):
+    with pytest.raises(pydantic.ValidationError):
         agent.invoke(Command(resume="not a number"), config)
+    assert logs == []
+
+    resumed = agent.invoke(Command(resume="7"), config)
+    assert tool_messages(resumed["messages"])["c"].content == "approved 7"
 
 
 async def test_async_agent_hides_causes_and_runs_sync_tools_off_the_loop(logs: Logs) -> None:
@@ -400,6 +404,53 @@ async def test_async_agent_hides_causes_and_runs_sync_tools_off_the_loop(logs: L
     assert answers["c2"].content == "here"
     assert threads != [threading.get_ident()]
     assert messages[-1].content == "done"
+
+
+async def test_async_path_awaits_an_async_handler_for_a_sync_tool_run_off_the_loop(
+    logs: Logs,
+) -> None:
+    threads: list[int] = []
+
+    async def apologise(error: Exception, context: toolguard.HandlerContext) -> str:
+        return f"Sorry, {context.tool} is unavailable ({context.error_id})."
+
+    @toolguard.tool(on_error=apologise)
+    def slow_charge(card: str) -> str:
+        """Charge a card (sync, with an async handler)."""
+        threads.append(threading.get_ident())
+        raise RuntimeError(f"payment backend refused: {SECRET}")
+
+    messages, _ = await arun(
+        [as_langchain_tool(slow_charge)],
+        [ai(("slow_charge", {"card": "1"}, "c")), AIMessage("done")],
+    )
+
+    event = hidden_event(messages, logs)
+    answer = tool_messages(messages)["c"]
+    assert answer.content == f"Sorry, slow_charge is unavailable ({event['error_id']})."
+    assert threads and threads != [threading.get_ident()]
+
+
+async def test_interrupt_in_a_sync_tool_run_off_the_loop_pauses_the_async_graph(
+    logs: Logs,
+) -> None:
+    @toolguard.tool
+    def approve(amount: int) -> str:
+        """Ask a human to approve a payment (sync, on the async path)."""
+        return f"approved {amount}: {interrupt(f'Approve {amount}?')}"
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("done")])),
+        tools=[as_langchain_tool(approve)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+
+    paused = await agent.ainvoke({"messages": [HumanMessage("pay")]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["Approve 5?"]
+    resumed = await agent.ainvoke(Command(resume="yes"), config)
+    assert tool_messages(resumed["messages"])["c"].content == "approved 5: yes"
+    assert logs == []
 
 
 # --- ToolguardMiddleware with plain LangChain tools -------------------------------------
@@ -485,6 +536,40 @@ def test_middleware_applies_agent_defaults_and_overrides_to_plain_tools(logs: Lo
     assert answers["c2"].content == "Override: orders are offline."
 
 
+def test_middleware_applies_exact_name_overrides_to_plain_tools_named_external() -> None:
+    guard = Dispatcher(
+        [],
+        external_tools=[lookup.name, finish_report.name],
+        overrides={
+            "look*": ToolPolicy(on_error="Glob: orders are offline."),
+            "lookup": ToolPolicy(on_error="Exact: orders are offline."),  # beats the glob
+            "finish_report": ToolPolicy(return_direct=True),
+        },
+    )
+    messages, unused = run(
+        [lookup, finish_report],
+        [
+            ai(("lookup", {"order_id": 1}, "c1")),
+            ai(("finish_report", {"text": "r"}, "c2")),
+            AIMessage("never asked"),
+        ],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    answers = tool_messages(messages)
+    assert (answers["c1"].status, answers["c1"].content) == (
+        "error",
+        "Exact: orders are offline.",
+    )
+    assert messages[-1].content == "Report: r"
+    assert [m.content for m in unused] == ["never asked"]
+
+
+def test_an_exact_override_for_a_plain_tool_needs_it_in_external_tools() -> None:
+    with pytest.raises(toolguard.ToolDefinitionError, match="overrides\\['lookup'\\]"):
+        Dispatcher([], overrides={"lookup": ToolPolicy(on_error="x")})
+
+
 def test_middleware_ends_the_loop_after_a_plain_return_direct_tool_succeeds() -> None:
     messages, unused = run(
         [finish_report],
@@ -507,6 +592,30 @@ def test_middleware_keeps_looping_after_a_plain_return_direct_tool_fails() -> No
     assert tool_messages(messages)["c"].status == "error"
     assert messages[-1].content == "Let me retry."
     assert unused == []
+
+
+@pytest.mark.parametrize(("return_direct", "stops"), [(True, False), ("always", True)])
+def test_middleware_decides_return_direct_for_an_error_message_langchain_wrote(
+    return_direct: Any, stops: bool
+) -> None:
+    """ToolNode answers a plain tool's bad arguments itself (status="error"); the
+    decision still follows the chain: True stops only on success, "always" stops."""
+    guard = Dispatcher(
+        [],
+        external_tools=["finish_report"],
+        overrides={"finish_report": ToolPolicy(return_direct=return_direct)},
+    )
+    messages, unused = run(
+        [finish_report],
+        [ai(("finish_report", {"txt": "r"}, "c")), AIMessage("more")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+
+    answer = tool_messages(messages)["c"]
+    assert answer.status == "error"
+    assert answer.response_metadata["toolguard"]["return_direct"] is stops
+    assert (messages[-1] is answer) is stops
+    assert [m.content for m in unused] == (["more"] if stops else [])
 
 
 @pytest.mark.parametrize(("mode", "stops"), [("any", True), ("all", False)])
@@ -543,6 +652,26 @@ def test_middleware_lets_an_interrupt_pause_the_graph(logs: Logs) -> None:
     assert [i.value for i in paused["__interrupt__"]] == ["Approve 5?"]
     resumed = agent.invoke(Command(resume="yes"), config)
     assert tool_messages(resumed["messages"])["c"].content == "approved 5: yes"
+    assert logs == []
+
+
+def test_middleware_lets_a_bad_resume_value_fail_the_run(logs: Logs) -> None:
+    @lc_tool
+    def approve(amount: int) -> str:
+        """Ask a human for a number."""
+        return f"approved {interrupt('How many?', response_schema=int)}"
+
+    agent = create_agent(
+        ScriptedModel(messages=iter([ai(("approve", {"amount": 5}, "c")), AIMessage("")])),
+        tools=[approve],
+        middleware=[ToolguardMiddleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+    agent.invoke({"messages": [HumanMessage("pay")]}, config)
+
+    with pytest.raises(pydantic.ValidationError):
+        agent.invoke(Command(resume="not a number"), config)
     assert logs == []
 
 

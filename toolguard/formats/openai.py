@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from toolguard._strict import strict_schema
 from toolguard.formats._common import (
     AnyTool,
     Results,
@@ -37,7 +38,6 @@ from toolguard.formats._common import (
     sequence,
     with_prefix,
 )
-from toolguard.formats._strict import strict_schema
 from toolguard.results import Image, Text, ToolCall, ToolResult
 
 __all__ = [
@@ -59,41 +59,48 @@ _PROVIDER: Final = "OpenAI"
 # --- declare ----------------------------------------------------------------------
 
 
-def _schema(t: AnyTool, strict: bool) -> dict[str, Any]:
-    return strict_schema(t.parameters, tool=t.name) if strict else parameters(t)
+def _schema(t: AnyTool, strict: bool | None) -> tuple[dict[str, Any], bool]:
+    """The schema to declare and whether it is strict (``None``: as the tool says)."""
+    if strict is None:
+        strict = t.spec.strict
+    if not strict:
+        return parameters(t), False
+    cached = t.spec.strict_parameters
+    return (cached if cached is not None else strict_schema(t.parameters, tool=t.name)), True
 
 
-def tools(source: ToolSource, *, strict: bool = False) -> list[dict[str, Any]]:
+def tools(source: ToolSource, *, strict: bool | None = None) -> list[dict[str, Any]]:
     """Chat Completions ``tools``: one ``{"type": "function", "function": {...}}`` per tool.
 
-    ``strict=True`` declares strict schemas (``"strict": true``; see
-    :func:`toolguard.formats.strict_schema`) and raises
-    :class:`~toolguard.ToolDefinitionError` for a tool that cannot be strict.
+    Strict schemas (``"strict": true``; see :func:`toolguard.formats.strict_schema`)
+    are declared for tools decorated with ``@tool(strict=True)`` (checked at
+    decoration); ``strict=True`` or ``False`` here decides for every tool, and
+    raises :class:`~toolguard.ToolDefinitionError` for a tool that cannot be strict.
     """
     declared_tools: list[dict[str, Any]] = []
     for t in declared(source):
         function: dict[str, Any] = {"name": t.name}
         if t.description:
             function["description"] = t.description
-        function["parameters"] = _schema(t, strict)
-        if strict:
+        function["parameters"], is_strict = _schema(t, strict)
+        if is_strict:
             function["strict"] = True
         declared_tools.append({"type": "function", "function": function})
     return declared_tools
 
 
-def responses_tools(source: ToolSource, *, strict: bool = False) -> list[dict[str, Any]]:
+def responses_tools(source: ToolSource, *, strict: bool | None = None) -> list[dict[str, Any]]:
     """Responses API ``tools``: one ``{"type": "function", "name": ...}`` per tool.
 
-    ``strict`` is always written: the Responses API requires the key.
+    ``strict`` as for :func:`tools`; the key is always written: the Responses API
+    requires it.
     """
     declared_tools: list[dict[str, Any]] = []
     for t in declared(source):
         function: dict[str, Any] = {"type": "function", "name": t.name}
         if t.description:
             function["description"] = t.description
-        function["parameters"] = _schema(t, strict)
-        function["strict"] = strict
+        function["parameters"], function["strict"] = _schema(t, strict)
         declared_tools.append(function)
     return declared_tools
 

@@ -4,10 +4,14 @@ Two pieces, usable together or apart::
 
     from toolguard.integrations.langchain import ToolguardMiddleware, as_langchain_tools
 
-    guard = Dispatcher([search, lookup_order], overrides={"search*": ToolPolicy(...)})
+    guard = Dispatcher(
+        [search, lookup_order],
+        external_tools=[plain_tool.name],  # a LangChain tool, named in overrides below
+        overrides={"search*": ToolPolicy(...), plain_tool.name: ToolPolicy(...)},
+    )
     agent = create_agent(
         model,
-        tools=[*as_langchain_tools(guard), some_plain_langchain_tool],
+        tools=[*as_langchain_tools(guard), plain_tool],
         middleware=[ToolguardMiddleware(guard)],
     )
 
@@ -19,7 +23,9 @@ Two pieces, usable together or apart::
 * :class:`ToolguardMiddleware` applies a dispatcher's policy (agent defaults and
   overrides) to *any* tool of a ``create_agent`` agent, toolguard's or not: a tool
   that raises gets toolguard's answer through ``Dispatcher.handle_error``. It also
-  ends the agent loop when toolguard's ``return_direct`` asks for it.
+  ends the agent loop when toolguard's ``return_direct`` asks for it. The
+  middleware builds no policy of its own: name the agent's other tools in the
+  dispatcher's ``external_tools`` and its ``overrides`` may name them exactly.
 
 ``return_direct``. LangChain's ``BaseTool.return_direct`` is a static flag: the
 agent stops after the tool whether it succeeded or failed. toolguard stops, by
@@ -33,7 +39,9 @@ your own, route with :func:`stop_requested`.
 
 Control flow. Importing this module registers LangGraph's ``GraphBubbleUp``
 (``GraphInterrupt`` from ``interrupt()``, ``ParentCommand`` from
-``Command(graph=Command.PARENT)``) with :func:`toolguard.register_control_flow`,
+``Command(graph=Command.PARENT)``) and, per instance, the ``ValidationError`` of a
+resume value that fails an interrupt's ``response_schema``
+(``langgraph.errors.is_invalid_resume``) with :func:`toolguard.register_control_flow`,
 so they pass through toolguard untouched.
 """
 
@@ -50,7 +58,6 @@ try:
         hook_config,
     )
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-    from langchain_core.runnables.config import run_in_executor
     from langchain_core.tools import BaseTool
     from langgraph.errors import GraphBubbleUp
     from langgraph.runtime import Runtime, get_runtime
@@ -72,7 +79,12 @@ except ImportError:  # pragma: no cover - older langgraph never marks resume err
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard.dispatch import Dispatcher
-from toolguard.errors import ToolCallFailed, ToolDefinitionError, register_control_flow
+from toolguard.errors import (
+    ToolCallFailed,
+    ToolDefinitionError,
+    is_control_flow,
+    register_control_flow,
+)
 from toolguard.policy import ReturnDirect, Setting
 from toolguard.results import Content, Image, ToolCall, ToolResult
 
@@ -86,7 +98,7 @@ __all__ = [
     "tool_message",
 ]
 
-register_control_flow(GraphBubbleUp)
+register_control_flow(GraphBubbleUp, check=is_invalid_resume)
 
 METADATA_KEY: Final = "toolguard"
 """Key in ``ToolMessage.response_metadata`` of toolguard's decision about a call:
@@ -183,14 +195,14 @@ class ToolguardTool(BaseTool):
     * ``InjectedCallId`` parameters get that id; ``Injected`` parameters get the
       LangGraph runtime ``context`` (``agent.invoke(..., context=...)``);
     * a call without an id (``tool.invoke({"x": 1})``) returns toolguard's content;
-    * a sync tool on the async path runs on a worker thread, as LangChain runs its
-      own sync tools, unless an async handler is in its chain.
+    * on the async path (``ainvoke``) a sync tool runs on the dispatcher's thread
+      pool (``adispatch(..., offload=True)``), never blocking the event loop, and
+      async handlers in its chain are awaited.
 
     The static ``return_direct`` flag stays ``False``; see the module docstring.
     """
 
     _dispatcher: Dispatcher = PrivateAttr()
-    _is_async: bool = PrivateAttr()
 
     def __init__(self, *, dispatcher: Dispatcher, name: str) -> None:
         guarded = dispatcher.tools[name]
@@ -200,7 +212,6 @@ class ToolguardTool(BaseTool):
             args_schema=guarded.parameters,
         )
         self._dispatcher = dispatcher
-        self._is_async = guarded.spec.is_async
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -218,17 +229,8 @@ class ToolguardTool(BaseTool):
         return self._answer(self._dispatcher.dispatch(call, context=_graph_context()))
 
     async def _arun(self, call: ToolCall) -> ToolMessage | str | list[str | dict[str, Any]]:
-        context = _graph_context()
-        if self._is_async or self._chain_is_async():
-            result = await self._dispatcher.adispatch(call, context=context)
-        else:
-            result = await run_in_executor(None, self._dispatcher.dispatch, call, context=context)
+        result = await self._dispatcher.adispatch(call, context=_graph_context(), offload=True)
         return self._answer(result)
-
-    def _chain_is_async(self) -> bool:
-        chain = self._dispatcher.explain(self.name)["on_error"]
-        assert isinstance(chain, tuple)
-        return any(setting.value.is_async for setting in chain)
 
     @staticmethod
     def _answer(result: ToolResult) -> ToolMessage | str | list[str | dict[str, Any]]:
@@ -275,7 +277,10 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Apply a toolguard policy to every tool of a ``create_agent`` agent.
 
     ``ToolguardMiddleware(dispatcher)``; without one, an empty dispatcher under the
-    global defaults. Guarantees:
+    global defaults. For an override on one plain tool by its exact name, list
+    that name in the dispatcher's ``external_tools``
+    (``Dispatcher([], external_tools=["search"], overrides={"search": ...})``).
+    Guarantees:
 
     * a tool that raises, toolguard's or not (a plain LangChain ``@tool``), is
       answered through ``dispatcher.handle_error``: the precedence chain (overrides
@@ -291,7 +296,9 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Only exceptions reach the middleware: what the tool or LangChain already turned
     into a message (argument validation of plain tools by ``ToolNode``, a tool's
-    own ``handle_tool_error``) is left as it is. ``Command`` results are untouched.
+    own ``handle_tool_error``) is left as it is, and so is every message's content
+    (``max_result_chars`` does not apply to plain tools). ``Command`` results are
+    untouched.
     """
 
     def __init__(self, dispatcher: Dispatcher | None = None) -> None:
@@ -309,7 +316,7 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except ToolCallFailed:
             raise
         except Exception as error:
-            if is_invalid_resume(error):
+            if is_control_flow(error):  # interrupts, parent commands, a bad resume value
                 raise
             return tool_message(self.dispatcher.handle_error(call, error))
         return self._decided(call, outcome)
@@ -326,7 +333,7 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except ToolCallFailed:
             raise
         except Exception as error:
-            if is_invalid_resume(error):
+            if is_control_flow(error):
                 raise
             return tool_message(await self.dispatcher.ahandle_error(call, error))
         return self._decided(call, outcome)
@@ -346,7 +353,14 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.before_model(state, runtime)
 
     def _decided(self, call: ToolCall, outcome: _ToolOutcome) -> _ToolOutcome:
-        """``outcome`` with toolguard's ``return_direct`` decision, unless it has one."""
+        """``outcome`` with toolguard's ``return_direct`` decision, unless it has one.
+
+        The decision is the chain's ``return_direct`` for that name, applied as the
+        dispatcher applies it to its own results. Not ``Dispatcher.handle_result``:
+        that takes a *successful* value and makes the content, while this message is
+        already written (its content is kept as is) and may be an error
+        (``status="error"``), where ``"always"`` and predicates still decide.
+        """
         if not isinstance(outcome, ToolMessage) or METADATA_KEY in outcome.response_metadata:
             return outcome
         result = ToolResult(

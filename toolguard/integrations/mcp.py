@@ -11,6 +11,8 @@
 ``tool.parameters``); ``tools/call`` goes through ``dispatcher.adispatch``, so
 argument validation, the handler chain, hidden-cause logging and error ids are
 toolguard's, and the client gets a ``CallToolResult`` (``isError`` on failures).
+Sync tools run on the dispatcher's thread pool, so a slow one never stops the
+server answering other requests.
 
 Why the SDK's *low-level* ``Server`` and not ``MCPServer`` (FastMCP): ``MCPServer``
 builds its own schema from the signature, validates arguments itself (pydantic's
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import json
 import os
 import sys
@@ -52,6 +53,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard._logging import emit, new_error_id
+from toolguard._targets import TargetError, load_target
 from toolguard.dispatch import Dispatcher
 from toolguard.errors import ToolCallFailed
 from toolguard.results import Image, ToolCall, ToolResult
@@ -173,7 +175,10 @@ def mcp_server(
     ``mcp.Client(server)``.
 
     * ``tools/list``: one declaration per tool (:func:`tool_declaration`).
-    * ``tools/call``: ``dispatcher.adispatch``; toolguard's result becomes the
+    * ``tools/call``: ``dispatcher.adispatch(..., offload=True)``: an async tool
+      runs on the server's event loop, a sync one on the dispatcher's thread pool
+      (``max_workers`` calls at once), so a slow sync tool does not keep the
+      server from answering other requests. toolguard's result becomes the
       ``CallToolResult`` (:func:`call_tool_result`), with ``isError`` on every failure
       the policy answered: bad arguments, unknown tool names, model-visible errors,
       hidden ones (generic text and error id; the cause is only in the server log).
@@ -207,7 +212,7 @@ def mcp_server(
         )
         try:
             result = await dispatcher.adispatch(
-                call, context=None if context is None else context(ctx)
+                call, context=None if context is None else context(ctx), offload=True
             )
         except ToolCallFailed as failed:
             # Already logged by toolguard (tool_call_failed), with this error id.
@@ -292,60 +297,18 @@ def _log_to_stderr() -> None:
 
 
 # --- MODULE:ATTR ----------------------------------------------------------------------
-
-
-class TargetError(ValueError):
-    """A ``MODULE:ATTR`` target that does not name a dispatcher or tools."""
-
-
-def load_target(target: str) -> Dispatcher:
-    """Import ``"package.module:attr"`` and return it as a :class:`~toolguard.Dispatcher`.
-
-    ``attr`` may be dotted (``module:app.tools``) and name a ``Dispatcher``, a tool,
-    or a list/tuple of tools (wrapped in a new ``Dispatcher``). A target that is
-    malformed, a module that cannot be found or an attribute that is missing or of
-    another kind raises :class:`TargetError`; an exception raised while importing
-    the module itself propagates unchanged (it is a bug in that module).
-    """
-    module_name, sep, attr_path = target.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise TargetError(
-            f"{target!r} is not MODULE:ATTR; write e.g. 'myapp.tools:dispatcher' "
-            "(a module to import, a colon, the name of a Dispatcher or a list of tools in it)"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if module_name != missing and not module_name.startswith(missing + "."):
-            raise  # the target module exists but imports something missing
-        raise TargetError(
-            f"cannot import module {module_name!r} ({error}); run from the directory "
-            "that contains it, or put that directory on PYTHONPATH"
-        ) from None
-    value: Any = module
-    for part in attr_path.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise TargetError(f"module {module_name!r} has no attribute {attr_path!r}") from None
-    if isinstance(value, Dispatcher):
-        return value
-    if isinstance(value, Tool | BoundTool):
-        return Dispatcher([value])
-    if isinstance(value, list | tuple) and value and all(callable(v) for v in value):
-        return Dispatcher(value)
-    raise TargetError(
-        f"{target!r} is of type {type(value).__name__!r}; point at a toolguard.Dispatcher, "
-        "a @tool function, or a list of tools"
-    )
+# ``load_target`` and ``TargetError`` are toolguard's own (``toolguard._targets``, shared
+# with the ``toolguard`` command), re-exported here under their old names.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m toolguard.integrations.mcp MODULE:ATTR``: serve it over stdio.
 
-    The current directory is importable, as with ``python -m``. Returns the exit
-    status: 0 when the client disconnected, 2 for a bad target.
+    ``MODULE:ATTR`` is read by :func:`load_target`: a ``Dispatcher``, a list or
+    tuple of tools, or one ``@tool``. The current directory is importable for the
+    whole run, as with ``python -m``. Returns the exit status: 0 when the client
+    disconnected, 2 for a bad target (:class:`TargetError`: malformed, not found,
+    of another kind, or a module whose import raised).
     """
     parser = argparse.ArgumentParser(
         prog="python -m toolguard.integrations.mcp",
