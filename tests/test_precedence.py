@@ -215,7 +215,7 @@ def test_an_agent_policy_is_the_later_word_at_each_level() -> None:
     chain = [(s.value.name, s.level, s.source) for s in explained["on_error"]]
     assert chain == [
         ("on(OSError, 'code override')", "override", "overrides['search_web']"),
-        ("on(Boom, 'file override')", "override", "prod.toml: overrides['search_*']"),
+        ("on(Boom, 'file override')", "override", 'prod.toml: tools."search_*"'),
         ("on(KeyError, 'tool: key')", "tool", None),
         ("on(ValueError, 'file: value')", "agent", "prod.toml"),
         ("'code agent'", "agent", None),

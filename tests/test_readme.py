@@ -27,19 +27,44 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert tests in script
 
 
+def _model_lines(text: str) -> list[str]:
+    """What the demo shows as sent to the model (indented under 'model sees:')."""
+    return [line for line in text.splitlines() if line.startswith("      ")]
+
+
+def _log_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("  log |")]
+
+
 def test_the_demo_shows_every_outcome() -> None:
+    """Both runs show every outcome; they differ only in the hidden failure."""
     toolguard = Path(sys.executable).parent / "toolguard"
     completed = subprocess.run(
         [str(toolguard), "demo"], capture_output=True, text=True, timeout=60, check=True
     )
     out = completed.stdout
-    assert "shipped" in out  # success
-    assert "There is no order 9. Ask the user to check the number." in out  # ToolError
-    ids = re.findall(r"error id ([0-9a-f]{8})\)\. The details", out)
-    assert len(ids) == 1  # the hidden failure's generic message...
-    assert re.search(rf"tool_error_hidden .*error_id={ids[0]}", out)  # ...and its log line
-    assert "hunter2" in out.split("model sees")[2]  # the cause is in the log...
-    model_lines = [line for line in out.splitlines() if line.startswith("      ")]
-    assert not any("hunter2" in line for line in model_lines)  # ...never in what the model saw
-    assert "missing required argument" in out
-    assert "the loop stops: hand_off_to_human asked to return directly" in out
+    _, rest = out.split("=== run 1 of 2: the 'development' preset ===\n")
+    development, rest = rest.split("=== run 2 of 2: the 'production' preset ===\n")
+    production, compared = rest.split("=== the two runs compared: what the model saw")
+    for run in (development, production):
+        assert "      shipped\n" in run  # success
+        assert "      There is no order 9. Ask the user to check the number.\n" in run  # ToolError
+        assert "      - 'order_id': missing required argument (an integer)\n" in run  # bad args
+        assert "the loop stops: hand_off_to_human asked to return directly" in run
+        [event] = [line for line in _log_lines(run) if "tool_error_hidden" in line]
+        match = re.search(r"error_id=([0-9a-f]{8})", event)
+        assert match is not None  # the hidden failure is logged once, with its id...
+        header = f"  tool refund [error, error id {match.group(1)} (its cause is in the log above)]"
+        assert run.index(event) < run.index(header)  # ...before the result quoting that id
+        assert any("hunter2" in line for line in _log_lines(run))  # the cause is in the log...
+        assert not any("hunter2" in line or "postgres" in line for line in _model_lines(run))
+    assert re.search(
+        r"\[debug\s*\] tool_error_hidden .*handler=send_exception_message", development
+    )
+    assert "      refund ledger unavailable\n" in development  # the exception's own message
+    ids = re.findall(r"failed \(error id ([0-9a-f]{8})\)\. The details are hidden", production)
+    assert len(ids) == 1  # production's generic message...
+    assert re.search(rf"\[warning\s*\] tool_error_hidden .*error_id={ids[0]}", production)
+    assert "refund ledger unavailable" not in "\n".join(_model_lines(production))
+    assert "    development: refund ledger unavailable\n" in compared
+    assert f"    production:  The tool 'refund' failed (error id {ids[0]})." in compared

@@ -4,6 +4,8 @@ For every tool an agent calls, toolguard decides what the model is told, what is
 hidden and logged (once, with an error id), and whether the agent loop stops.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from toolguard._config import configure, get_config, reset_defaults
 from toolguard._decorator import BoundTool, Tool, tool
 from toolguard.dispatch import Dispatcher
@@ -42,6 +44,7 @@ __all__ = [
     "InvalidArguments",
     "ModelRetriesExhausted",
     "Output",
+    "PolicyFileError",
     "Retry",
     "RetryWithFeedback",
     "ReturnDirect",
@@ -63,7 +66,20 @@ __all__ = [
     "VisibleToModel",
     "configure",
     "get_config",
+    "load_policy",
     "register_control_flow",
     "reset_defaults",
     "tool",
 ]
+
+if TYPE_CHECKING:
+    from toolguard.files import PolicyFileError, load_policy
+
+
+def __getattr__(name: str) -> Any:
+    # Policy files are read at start-up, if at all: their module loads on first use.
+    if name in ("PolicyFileError", "load_policy"):
+        from toolguard import files
+
+        return getattr(files, name)
+    raise AttributeError(f"module 'toolguard' has no attribute {name!r}")

@@ -1,20 +1,22 @@
-"""``toolguard demo``: a scripted agent conversation, offline, in a few seconds.
+"""``toolguard demo``: a guided tour, offline, in a few seconds.
 
-A scripted "model" asks for four rounds of tool calls. The demo prints what the
-model is told after each round and, beside it, what the application's log got:
-a success, a model-visible ``ToolError``, a hidden failure (generic message with
-an error id; the cause only in the log line carrying the same id), and a
-``return_direct`` tool that ends the loop.
+A scripted "model" asks for four rounds of tool calls: a success, a model-visible
+``ToolError``, a failure whose cause must stay hidden, arguments that do not fit,
+and a ``return_direct`` tool that ends the loop. The same conversation runs twice,
+under the ``development`` preset and under ``production``; each round prints what
+the model is told and, where toolguard logged, what the application's log got.
+Last, the two runs' model-facing results, call by call.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, Final, TextIO
 
 import structlog
 
-from toolguard import Dispatcher, ToolCall, ToolError, tool
+from toolguard import Dispatcher, Setting, ToolCall, ToolError, ToolResult, tool
+from toolguard.files import load_policy
 from toolguard.results import Round
 
 ORDERS = {42: "shipped", 7: "processing"}
@@ -89,6 +91,10 @@ SCRIPT: tuple[tuple[str, tuple[ToolCall, ...]], ...] = (
 )
 
 
+PRESETS: Final = ("development", "production")
+_CELL: Final = 80
+
+
 def _configure_logging(out: TextIO) -> None:
     """The demo is an application, so it (not toolguard) configures structlog."""
     structlog.configure(
@@ -96,47 +102,89 @@ def _configure_logging(out: TextIO) -> None:
             structlog.processors.add_log_level,
             structlog.processors.format_exc_info,
             structlog.dev.ConsoleRenderer(colors=False),
+            _log_prefix,
         ],
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
 
 
+def _log_prefix(logger: Any, method: str, rendered: Any) -> str:
+    """Mark every line the log got, so it cannot be mistaken for what the model saw."""
+    return "\n".join(f"  log | {line}".rstrip() for line in str(rendered).splitlines())
+
+
 def _show(round_: Round, out: TextIO) -> None:
     for result in round_.results:
         status = "error" if result.is_error else "ok"
+        if result.error_id:
+            status += f", error id {result.error_id} (its cause is in the log above)"
         out.write(f"  tool {result.name} [{status}] -> model sees:\n")
         for line in result.text.splitlines():
             out.write(f"      {line}\n")
-        if result.error_id:
-            out.write(f"      (error id {result.error_id}: the cause is in the log line above)\n")
 
 
-def run(out: TextIO = sys.stdout) -> int:
-    """Run the scripted conversation; returns the process exit code."""
-    _configure_logging(out)
-    dispatcher = Dispatcher([order_status, refund, hand_off_to_human])
-    out.write("toolguard demo: a scripted agent conversation (no network, no LLM)\n")
-    try:
+def _conversation(preset: str, out: TextIO) -> list[ToolResult]:
+    """Run the script under one preset; returns every result, in order."""
+    policy = load_policy(preset)
+    dispatcher = Dispatcher([order_status, refund, hand_off_to_human], policy=policy)
+    explained = dispatcher.explain("refund")
+    chain, level = explained["on_error"], explained["log_level"]
+    assert isinstance(chain, tuple)
+    assert isinstance(level, Setting)
+    out.write(f"\n=== run {PRESETS.index(preset) + 1} of 2: the {preset!r} preset ===\n")
+    out.write(f"    on_error = {chain[0].value.name}; hidden causes logged at {level.value}\n")
+    results: list[ToolResult] = []
+    with dispatcher:
         for number, (user, calls) in enumerate(SCRIPT, start=1):
             out.write(f"\n--- round {number}: user says {user!r}\n")
             out.write(f"  model calls: {', '.join(c.name for c in calls)}\n")
             round_ = dispatcher.run(calls)
             _show(round_, out)
+            results += round_.results
             if round_.stop:
                 assert round_.final is not None
                 out.write(
-                    f"\n=== the loop stops: {round_.final.name} asked to return directly.\n"
-                    f"    final answer: {round_.final.text}\n"
+                    f"\n  the loop stops: {round_.final.name} asked to return directly.\n"
+                    f"  final answer: {round_.final.text}\n"
                 )
                 break
-    finally:
-        dispatcher.close()
-        structlog.reset_defaults()
+    return results
+
+
+def _first_line(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= _CELL else line[: _CELL - 3] + "..."
+
+
+def _compare(runs: dict[str, list[ToolResult]], out: TextIO) -> None:
+    out.write("\n=== the two runs compared: what the model saw, call by call ===\n")
+    width = max(len(preset) for preset in PRESETS) + 1
+    for results in zip(*runs.values(), strict=True):
+        out.write(f"\n  {results[0].call_id} {results[0].name}\n")
+        for preset, result in zip(runs, results, strict=True):
+            out.write(f"    {(preset + ':').ljust(width)} {_first_line(result.text)}\n")
+
+
+def run(out: TextIO = sys.stdout) -> int:
+    """Run the tour; returns the process exit code."""
+    _configure_logging(out)
     out.write(
-        "\nWhat happened: the ToolError's message reached the model; the database error\n"
-        "(with its password) did not: the model got a generic message with an error id,\n"
-        "and the cause was logged once under that id; bad arguments were refused before\n"
-        "the tool ran; a return_direct tool ended the loop.\n"
+        "toolguard demo: one scripted agent conversation (no network, no LLM), run under\n"
+        "two policy presets. Lines under 'model sees:' are all the model was told; lines\n"
+        "starting '  log |' are what the application's log got.\n"
+    )
+    try:
+        runs = {preset: _conversation(preset, out) for preset in PRESETS}
+    finally:
+        structlog.reset_defaults()
+    _compare(runs, out)
+    out.write(
+        "\nWhat happened: in both runs the ToolError's message reached the model and bad\n"
+        "arguments were refused before the tool ran; a return_direct tool ended the loop.\n"
+        "The refund's failure differs: development sent the exception's own message\n"
+        "(never its cause: the database error with its password stayed in the log);\n"
+        "production sent a generic message quoting an error id, and logged the cause\n"
+        "once, at WARNING, under that id. Try: toolguard explain, toolguard check.\n"
     )
     return 0

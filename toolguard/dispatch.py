@@ -35,6 +35,7 @@ from toolguard.errors import (
 )
 from toolguard.policy import (
     NEVER,
+    POLICY_FIELDS,
     UNSET,
     AgentPolicy,
     Layer,
@@ -115,10 +116,14 @@ class Dispatcher:
             )
         # The policy (a file) is the later word: its entries come first at each level.
         self._policies = (code,) if policy is None else (policy, code)
-        self.return_direct_mode: ReturnDirectMode = _first(
-            [p.return_direct_mode for p in self._policies], "any"
-        )
-        self._max_workers: int = _first([p.max_workers for p in self._policies], 32)
+        self._round_settings = {
+            name: _first_setting(self._policies, name, default)
+            for name, default in (("return_direct_mode", "any"), ("max_workers", 32))
+        }
+        self.return_direct_mode: ReturnDirectMode = self._round_settings[
+            "return_direct_mode"
+        ].value
+        self._max_workers: int = self._round_settings["max_workers"].value
         self._executor: ThreadPoolExecutor | None = None
         self._timeouts: ThreadPoolExecutor | None = None
         self._tools: dict[str, Tool[..., Any] | BoundTool[..., Any]] = {}
@@ -164,7 +169,8 @@ class Dispatcher:
         for agent_policy in self._policies:
             prefix = f"{agent_policy.source}: " if agent_policy.source else ""
             for key, policy in agent_policy.overrides.items():
-                layer = Layer("override", policy, f"{prefix}overrides[{key!r}]")
+                where = f'tools."{key}"' if agent_policy.source else f"overrides[{key!r}]"
+                layer = Layer("override", policy, f"{prefix}{where}")
                 if _GLOB_CHARS.search(key):
                     problem = glob_problem(key)
                     if problem:
@@ -253,7 +259,33 @@ class Dispatcher:
                     f"tools: {', '.join(self._entries) or 'none'}"
                 )
             entry = self._foreign_entry(tool_name)
-        return self._resolved(entry, policy).explain()
+        return {**self._resolved(entry, policy).explain(), **self._round_settings}
+
+    @property
+    def policy(self) -> AgentPolicy | None:
+        """The policy (a file's) this dispatcher was built with, beside its code."""
+        return self._policies[0] if len(self._policies) == 2 else None
+
+    def with_policy(self, policy: AgentPolicy | None) -> Dispatcher:
+        """The same tools and code settings under another policy (``None``: none).
+
+        For an operator's tooling (``toolguard explain --policy``): the code of the
+        application stays as written, the policy file changes.
+        """
+        code = self._policies[-1]
+        return Dispatcher(
+            self._tools.values(),
+            policy=policy,
+            overrides=code.overrides,
+            return_direct_mode=_unset_to_none(code.return_direct_mode),
+            max_workers=_unset_to_none(code.max_workers),
+            external_tools=self._external,
+            **{
+                field: getattr(code.defaults, field)
+                for field in POLICY_FIELDS
+                if getattr(code.defaults, field) is not UNSET
+            },
+        )
 
     def _resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         if entry.version != _config._version:
@@ -664,8 +696,17 @@ def glob_problem(pattern: str) -> str | None:
     return None
 
 
-def _first(values: Iterable[Any], default: Any) -> Any:
-    return next((value for value in values if value is not UNSET), default)
+def _first_setting(policies: Iterable[AgentPolicy], name: str, default: Any) -> Setting:
+    """A round setting: the first policy that sets it (a file's before the code's)."""
+    for policy in policies:
+        value = getattr(policy, name)
+        if value is not UNSET:
+            return Setting(value, "agent", policy.source)
+    return Setting(default, "builtin")
+
+
+def _unset_to_none(value: Any) -> Any:
+    return None if value is UNSET else value
 
 
 def _no_running_loop(what: str) -> None:

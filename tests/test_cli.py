@@ -1,0 +1,315 @@
+"""The ``toolguard`` command: outputs and exit codes (0 ok, 1 problems, 2 usage).
+
+``check`` prints ``file:line: key: message`` per problem; ``explain`` prints each
+tool's settings with value, level and source (a table, or ``--json``); ``schema``
+prints a provider's declarations; a bad ``MODULE:ATTR`` is a usage error naming
+what to write instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolguard import Dispatcher, ToolError, tool
+from toolguard._targets import TargetError, load_target
+from toolguard.cli import FORMATS, main
+from toolguard.handlers import on
+
+ROOT = Path(__file__).parent.parent
+BROKEN = ROOT / "tests" / "policy_corpus" / "several_problems_in_order.toml"
+
+
+@tool(on_error=on(KeyError, "No such key."), log_level="info")
+def search_web(query: str) -> str:
+    """Search the web.
+
+    Args:
+        query: Words to look for.
+    """
+    raise ToolError("no results")
+
+
+@tool(return_direct=True)
+def final_answer(text: str) -> str:
+    """Give the final answer.
+
+    Args:
+        text: The answer.
+    """
+    return text
+
+
+AGENT = Dispatcher([search_web, final_answer], max_workers=3)
+TOOLS = [search_web, final_answer]
+NOT_TOOLS = {"a": 1}
+EMPTY: list[Any] = []
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _rows(out: str) -> list[str]:
+    """The table's lines with column padding collapsed to one space."""
+    return [re.sub(r" {2,}", " ", line.strip()) for line in out.splitlines()]
+
+
+# --- check ----------------------------------------------------------------------------
+
+
+def test_check_accepts_good_files_and_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    good = ROOT / "policies" / "production.toml"
+    assert _run(capsys, "check", str(good), "strict") == (0, f"{good}: ok\nstrict: ok\n", "")
+
+
+def test_check_prints_every_problem_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "check", str(BROKEN), "default")
+    assert code == 1
+    assert out.splitlines() == [
+        f"{BROKEN}:4: agent.on_error: unknown handler 'fial' (did you mean 'fail'?); allowed: "
+        "a handler name (send_exception_message, fail, fail_unless_visible, "
+        "generic_unless_visible) or an import path 'module:function'",
+        f'{BROKEN}:5: agent.log_level: expected one of "debug", "info", "warning", "error", '
+        "\"critical\", got the string 'loud'",
+        f'{BROKEN}:8: tools."admin_*".return_direct_mode: return_direct_mode applies to the '
+        "whole agent; set it in [agent]",
+        f'{BROKEN}:9: tools."admin_*".max_result_chars: expected an integer >= 100, or '
+        '"unlimited", got the integer 5',
+        "default: ok",
+    ]
+    assert err == "toolguard check: problems in 1 of 2 files\n"
+
+
+def test_check_reports_unreadable_and_invalid_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "bad.toml").write_text("version = 1\n[agent\n")
+    code, out, _ = _run(capsys, "check", str(tmp_path / "nope.toml"), str(tmp_path / "bad.toml"))
+    assert code == 1
+    assert out == (
+        f"{tmp_path}/nope.toml: no such file\n"
+        f"{tmp_path}/bad.toml:2: invalid TOML: Expected ']' at the end of a table declaration "
+        "(column 7)\n"
+    )
+
+
+def test_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "check")
+    assert (code, out) == (2, "")
+    assert "the following arguments are required: FILE" in err
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: toolguard")
+    assert _run(capsys, "--help")[0] == 0
+
+
+# --- explain ---------------------------------------------------------------------------
+
+
+def test_explain_prints_value_level_and_source_per_setting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _run(capsys, "explain", "tests.test_cli:AGENT", "--tool", "search_web")
+    assert (code, err) == (0, "")
+    rows = _rows(out)
+    assert rows[:5] == [
+        "round settings: return_direct_mode = any, max_workers = 3",
+        "",
+        "tool search_web",
+        "setting value level source",
+        "on_error 1. on(KeyError, 'No such key.') tool",
+    ]
+    assert "2. generic_unless_visible(BUILTIN_MESSAGE) builtin" in rows
+    assert "log_level info tool" in rows
+    assert "return_direct never builtin" in rows
+    assert "max_result_chars unlimited builtin" in rows
+    assert not any(row.startswith("tool final_answer") for row in rows)
+
+
+def test_explain_with_a_policy_names_the_file_as_the_source(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "ops.toml"
+    policy.write_text(
+        'version = 1\n[agent]\nlog_level = "error"\n[tools."search_*"]\n'
+        'on_error = "fail_unless_visible"\n'
+    )
+    code, out, _ = _run(capsys, "explain", "tests.test_cli:TOOLS", "--policy", str(policy))
+    assert code == 0
+    rows = _rows(out)
+    search = rows[rows.index("tool search_web") :]
+    assert search[2] == f'on_error 1. fail_unless_visible override {policy}: tools."search_*"'
+    assert search[3] == "2. on(KeyError, 'No such key.') tool"
+    assert "log_level info tool" in search  # the decorator beats the file's defaults
+    final = rows[rows.index("tool final_answer") :]
+    assert f"log_level error agent {policy}" in final
+    assert "return_direct on_success tool" in final
+
+
+def test_explain_json_is_for_machines(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "explain", "tests.test_cli:AGENT", "--json", "--policy", "strict")
+    assert code == 0
+    data = json.loads(out)
+    assert (data["return_direct_mode"], data["max_workers"]) == ("any", 3)
+    assert list(data["tools"]) == ["search_web", "final_answer"]
+    search = data["tools"]["search_web"]
+    strict = str(ROOT / "policies" / "strict.toml")
+    assert search["on_error"] == [
+        {"handler": "on(KeyError, 'No such key.')", "level": "tool", "source": None},
+        {"handler": "fail_unless_visible", "level": "agent", "source": strict},
+        {"handler": "generic_unless_visible(BUILTIN_MESSAGE)", "level": "builtin", "source": None},
+    ]
+    assert search["log_level"] == {"value": "info", "level": "tool", "source": None}
+    assert search["redact"]["value"][:2] == ["password", "passwd"]
+    assert data["tools"]["final_answer"]["return_direct"] == {
+        "value": "on_success",
+        "level": "tool",
+        "source": None,
+    }
+    assert set(search) == set(AGENT.explain("search_web"))
+
+
+def test_explain_with_a_broken_policy_prints_its_problems_and_exits_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(capsys, "explain", "tests.test_cli:AGENT", "--policy", str(BROKEN))
+    assert code == 1
+    assert out.splitlines()[0].startswith(f"{BROKEN}:4: agent.on_error: unknown handler 'fial'")
+    assert len(out.splitlines()) == 4
+
+
+def test_explain_of_an_unknown_tool_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "explain", "tests.test_cli:AGENT", "--tool", "serch_web")
+    assert (code, out) == (2, "")
+    assert err == (
+        "toolguard explain: 'tests.test_cli:AGENT' has no tool named 'serch_web' "
+        "(did you mean 'search_web'?); tools: search_web, final_answer\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("tests.test_cli", "'tests.test_cli' is not MODULE:ATTR; write MODULE:ATTR, e.g. "
+         "myapp.agent:dispatcher"),
+        ("tests.test_cli:", "'tests.test_cli:' is not MODULE:ATTR; write MODULE:ATTR, e.g. "
+         "myapp.agent:dispatcher"),
+        ("no_such_module_anywhere:agent", "no module named 'no_such_module_anywhere' (looked "
+         "in the current directory and on sys.path; run from the directory that contains it, "
+         "or set PYTHONPATH)"),
+        ("tests.test_cli:AGNET", "'tests.test_cli' has no attribute 'AGNET' (did you mean "
+         "'AGENT'?)"),
+        ("tests.test_cli:AGENT.nope", "'tests.test_cli:AGENT' has no attribute 'nope'"),
+        ("tests.test_cli:NOT_TOOLS", "'tests.test_cli:NOT_TOOLS' is a dict, not a Dispatcher, "
+         "a list or tuple of tools, or a @tool function"),
+        ("tests.test_cli:EMPTY", "'tests.test_cli:EMPTY' is an empty list: no tools to load"),
+        ("tests.policy_corpus._broken_module:x", "importing 'tests.policy_corpus._broken_module' "
+         "raised RuntimeError: this module fails on import (python -c 'import "
+         "tests.policy_corpus._broken_module' shows the traceback)"),
+    ],
+)  # fmt: skip
+def test_a_bad_module_attr_is_a_usage_error_saying_what_to_write(
+    capsys: pytest.CaptureFixture[str], target: str, message: str
+) -> None:
+    for command in (["explain", target], ["schema", target, "--format", "openai"]):
+        code, out, err = _run(capsys, *command)
+        assert (code, out) == (2, "")
+        assert err == f"toolguard {command[0]}: {message}\n"
+    with pytest.raises(TargetError) as raised:
+        load_target(target)
+    assert str(raised.value) == message
+
+
+def test_targets_import_from_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cwd_agent_for_test.py").write_text(
+        "from toolguard import tool\n\n@tool\ndef ping() -> str:\n"
+        '    """Answer pong."""\n    return "pong"\n\ntools = (ping,)\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "cwd_agent_for_test", raising=False)
+    path_before = list(sys.path)
+    dispatcher = load_target("cwd_agent_for_test:tools")
+    assert list(dispatcher.tools) == ["ping"]
+    assert sys.path == path_before  # the directory is importable only while importing
+    assert load_target("cwd_agent_for_test:ping").tools.keys() == {"ping"}  # one @tool
+    assert load_target("tests.test_cli:AGENT") is AGENT  # a Dispatcher, as it is
+    sys.modules.pop("cwd_agent_for_test", None)
+
+
+def test_a_target_with_a_bad_tool_list_names_the_problem() -> None:
+    with pytest.raises(TargetError, match=r"two tools are named 'search_web'"):
+        load_target("tests.test_cli:DUPLICATES")
+
+
+DUPLICATES = [search_web, search_web]
+
+
+# --- schema ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", FORMATS)
+def test_schema_prints_the_formats_declarations(
+    capsys: pytest.CaptureFixture[str], provider: str
+) -> None:
+    code, out, err = _run(capsys, "schema", "tests.test_cli:TOOLS", "--format", provider)
+    assert (code, err) == (0, "")
+    module = importlib.import_module(f"toolguard.formats.{provider}")
+    assert json.loads(out) == json.loads(
+        json.dumps(module.tools(load_target("tests.test_cli:TOOLS")))
+    )
+    assert "search_web" in out
+    assert "final_answer" in out
+
+
+def test_schema_of_a_format_that_is_not_installed_exits_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "toolguard.formats.gemini", None)
+    code, out, err = _run(capsys, "schema", "tests.test_cli:TOOLS", "--format", "gemini")
+    assert (code, out) == (1, "")
+    assert err == "toolguard schema: the gemini format is not available in this version\n"
+
+
+def test_schema_needs_a_known_format(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "schema", "tests.test_cli:TOOLS", "--format", "cohere")
+    assert (code, out) == (2, "")
+    assert "invalid choice: 'cohere'" in err
+
+
+# --- the console script ------------------------------------------------------------------
+
+
+def test_the_console_script_exits_with_the_same_codes(tmp_path: Path) -> None:
+    toolguard = str(Path(sys.executable).parent / "toolguard")
+    ok = subprocess.run([toolguard, "check", "production"], capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout) == (0, "production: ok\n")
+    bad = subprocess.run([toolguard, "check", str(BROKEN)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert len(bad.stdout.splitlines()) == 4
+    usage = subprocess.run(
+        [toolguard, "explain", "nope_nope:x"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert usage.returncode == 2
+    assert usage.stderr.startswith("toolguard explain: no module named 'nope_nope'")
+
+
+def test_serve_mcp_hands_the_target_to_the_mcp_server(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad target is refused before any server starts (the MCP integration's own exit 2)."""
+    code, out, err = _run(capsys, "serve-mcp", "nope_nope_mcp:x")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: no module named 'nope_nope_mcp'")
