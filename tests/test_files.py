@@ -46,12 +46,11 @@ from toolguard import (
     ToolResult,
     tool,
 )
+from toolguard._toml_lines import KeyLines, format_path
 from toolguard.files import (
     KEYS,
     PolicyFileError,
     Problem,
-    _Lines,
-    format_path,
     load_policy,
     presets,
 )
@@ -448,7 +447,7 @@ def test_the_line_finder_follows_toml_structure(
     text: str, path: tuple[str | int, ...], line: int
 ) -> None:
     tomllib.loads(text)  # each case is valid TOML
-    assert _Lines(text).line_of(path) == line
+    assert KeyLines(text).line_of(path) == line
 
 
 def test_key_paths_are_written_as_toml_writes_them() -> None:
@@ -657,7 +656,7 @@ def test_the_line_finder_finds_every_key_of_any_document(
 ) -> None:
     text = _toml(document, headers=headers)
     assert tomllib.loads(text) == document
-    lines = _Lines(text)
+    lines = KeyLines(text)
     source = text.splitlines()
     for path in _paths(document):
         assert path in lines.lines, path

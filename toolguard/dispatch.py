@@ -120,9 +120,7 @@ class Dispatcher:
             name: _first_setting(self._policies, name, default)
             for name, default in (("return_direct_mode", "any"), ("max_workers", 32))
         }
-        self.return_direct_mode: ReturnDirectMode = self._round_settings[
-            "return_direct_mode"
-        ].value
+        self.return_direct_mode: ReturnDirectMode = self._round_settings["return_direct_mode"].value
         self._max_workers: int = self._round_settings["max_workers"].value
         self._executor: ThreadPoolExecutor | None = None
         self._timeouts: ThreadPoolExecutor | None = None
@@ -487,7 +485,7 @@ class Dispatcher:
         entry = self._entries.get(call.name) or self._foreign_entry(call.name)
         try:
             content, artifact = to_content(value)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a value's own serialiser may raise anything
             return self._handle(error, call, self._sync_resolved(entry, policy), entry.name, None)
         return self._success(call, entry.name, content, artifact, self._resolved(entry, policy))
 
@@ -499,7 +497,7 @@ class Dispatcher:
         resolved = self._resolved(entry, policy)
         try:
             content, artifact = to_content(value)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - as above
             return await self._ahandle(error, call, resolved, entry.name, None)
         return self._success(call, entry.name, content, artifact, resolved)
 
