@@ -669,3 +669,40 @@ def test_control_flow_can_be_recognised_per_instance() -> None:
     assert dispatcher.dispatch(ToolCall(name="ordinary")).is_error
     with pytest.raises(TypeError, match="takes a predicate"):
         toolguard.register_control_flow(check="x")  # type: ignore[arg-type]
+
+
+# --- error kinds (for integrations; never sent to the model) ------------------------------
+
+
+def test_each_failure_says_what_kind_it_is() -> None:
+    @tool
+    def feedback() -> str:
+        raise toolguard.RetryWithFeedback("send digits")
+
+    @tool
+    def visible() -> str:
+        raise ToolError("no such order")
+
+    @tool
+    def hidden() -> str:
+        raise RuntimeError("db down")
+
+    @tool(timeout=0.01)
+    async def slow() -> str:
+        await asyncio.sleep(1)
+        return "late"
+
+    dispatcher = Dispatcher([add, feedback, visible, hidden, slow])
+    kinds = [
+        dispatcher.dispatch(ToolCall(name=name, arguments=arguments)).error_kind
+        for name, arguments in [
+            ("add", {"a": 1, "b": 2}),
+            ("add", {"a": "x"}),
+            ("nope", None),
+            ("feedback", None),
+            ("visible", None),
+            ("hidden", None),
+            ("slow", None),
+        ]
+    ]
+    assert kinds == [None, "arguments", "unknown_tool", "feedback", "visible", "hidden", "timeout"]

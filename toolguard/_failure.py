@@ -21,15 +21,20 @@ from toolguard._logging import (
     new_error_id,
 )
 from toolguard.errors import (
+    InvalidArguments,
     ModelRetriesExhausted,
+    RetryWithFeedback,
     ToolCallFailed,
+    ToolTimeout,
+    ToolUnavailable,
+    UnknownTool,
     has_hidden_cause,
     is_control_flow,
     model_message,
 )
 from toolguard.handlers import Handler, HandlerContext, fail
 from toolguard.policy import BUILTIN_MESSAGE, NEVER, Resolved, Setting
-from toolguard.results import Content, Image, Round, Text, ToolCall, ToolResult
+from toolguard.results import Content, ErrorKind, Image, Round, Text, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from toolguard.session import Step
@@ -128,6 +133,7 @@ class Failure:
             is_error=True,
             return_direct=self.stop,
             error_id=self.error_id if hidden else None,
+            error_kind=_kind(self.error, self.message),
         )
         return_direct = self.resolved.return_direct
         if not self.stop and return_direct is not NEVER and return_direct.applies(result):
@@ -152,6 +158,22 @@ class Failure:
         )
         if raised.__cause__ is None and raised.__context__ is None:
             raised.__context__ = self.error
+
+
+_KINDS: Final[tuple[tuple[type[Exception], ErrorKind], ...]] = (
+    (InvalidArguments, "arguments"),
+    (UnknownTool, "unknown_tool"),
+    (RetryWithFeedback, "feedback"),
+    (ToolTimeout, "timeout"),
+    (ToolUnavailable, "unavailable"),
+)
+
+
+def _kind(error: Exception, message: str | None) -> ErrorKind:
+    for error_type, kind in _KINDS:
+        if isinstance(error, error_type):
+            return kind
+    return "hidden" if message is None else "visible"
 
 
 def checked(answer: Any, handler: Handler) -> Content:
@@ -228,6 +250,7 @@ def assemble_round(
                     content=text,
                     is_error=True,
                     error_id=outcome.error_id,
+                    error_kind="hidden",
                 )
             )
         else:

@@ -10,7 +10,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -19,6 +19,7 @@ from toolguard.errors import ResultNotSerializable
 __all__ = [
     "Content",
     "ContentBlock",
+    "ErrorKind",
     "Image",
     "Output",
     "Round",
@@ -73,6 +74,19 @@ class Output:
     artifact: Any = None
 
 
+ErrorKind: TypeAlias = Literal[
+    "arguments", "unknown_tool", "feedback", "timeout", "unavailable", "visible", "hidden"
+]
+"""What kind of failure a result answers (never sent to the model):
+
+``arguments`` the model's arguments were invalid; ``unknown_tool`` it named no tool;
+``feedback`` the tool asked the model to retry (``RetryWithFeedback``); ``timeout``
+the tool overran; ``unavailable`` its breaker is open; ``visible`` another
+model-visible error (``ToolError``, ``message_for_model()``); ``hidden`` an unmarked
+error, whose detail the model did not see.
+"""
+
+
 @attrs.frozen(kw_only=True)
 class ToolResult:
     """The answer to one :class:`ToolCall`.
@@ -80,7 +94,9 @@ class ToolResult:
     ``content`` is what the model sees. ``error_id`` is set when a failure's cause
     was hidden from the model (and logged under that id). ``return_direct`` says
     whether this result asks the agent loop to stop. ``artifact`` is data for the
-    application, never sent to the model.
+    application, never sent to the model. ``error_kind`` says what kind of failure
+    this answers (``None`` on success), for integrations that map failures onto a
+    framework's own signals (a retry, a failed result).
     """
 
     call_id: str | None
@@ -90,6 +106,7 @@ class ToolResult:
     return_direct: bool = False
     error_id: str | None = None
     artifact: Any = None
+    error_kind: ErrorKind | None = None
 
     @property
     def text(self) -> str:

@@ -75,9 +75,9 @@ class Session:
         return self.dispatcher._dispatch(call, policy, context, self._step())
 
     async def adispatch(
-        self, call: ToolCall, *, policy: Any = None, context: Any = None
+        self, call: ToolCall, *, policy: Any = None, context: Any = None, offload: bool = False
     ) -> ToolResult:
-        return await self.dispatcher._adispatch(call, policy, context, self._step(), False)
+        return await self.dispatcher._adispatch(call, policy, context, self._step(), offload)
 
     def run(self, calls: Iterable[ToolCall], *, policy: Any = None, context: Any = None) -> Round:
         return self.dispatcher._run(list(calls), policy, context, self._step())

@@ -84,13 +84,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 from toolguard._decorator import BoundTool, Tool
 from toolguard.dispatch import Dispatcher
 from toolguard.errors import (
-    InvalidArguments,
-    RetryWithFeedback,
     ToolDefinitionError,
     register_control_flow,
 )
-from toolguard.handlers import Handler, HandlerContext
-from toolguard.policy import ToolPolicy
 from toolguard.results import Content, Image, ToolCall, ToolResult
 
 __all__ = [
@@ -111,7 +107,9 @@ none, unless their tool asked to stop even on failure."""
 
 RetryOn = Literal["feedback", "visible"]
 
-_RETRY_TYPES: Final = (RetryWithFeedback, InvalidArguments)
+# The failures that mean "call again, differently": Pydantic AI's ModelRetry.
+_RETRY_KINDS: Final[frozenset[str]] = frozenset({"feedback", "arguments"})
+_VISIBLE_KINDS: Final[frozenset[str]] = _RETRY_KINDS | {"visible", "timeout", "unavailable"}
 
 # Arguments that are not a JSON object reach the tool function under this key, so
 # toolguard can answer them (Pydantic AI would otherwise fail the run on `**[1]`).
@@ -128,19 +126,6 @@ _ARGUMENTS: Final = SchemaValidator(
 # --- toolguard tools as Pydantic AI tools ---------------------------------------------
 
 
-class _Observe(Handler):
-    """Asked first (call level) about a failure; notes whether the model should retry,
-    then declines, so the agent's own chain answers exactly as it would."""
-
-    name = "toolguard.integrations.pydantic_ai (observes, never answers)"
-
-    def __init__(self) -> None:
-        self.retry = False
-
-    def __call__(self, error: Exception, context: HandlerContext) -> None:
-        self.retry = isinstance(error, _RETRY_TYPES)
-
-
 def _return_value(content: Content) -> str | list[str | BinaryContent]:
     """toolguard's content as a tool return value: text, or text and binary images."""
     if isinstance(content, str):
@@ -153,10 +138,11 @@ def _return_value(content: Content) -> str | list[str | BinaryContent]:
     ]
 
 
-def _answer(result: ToolResult, retry: bool) -> ToolReturn:
+def _answer(result: ToolResult, retry_on: RetryOn) -> ToolReturn:
     """Pydantic AI's outcome for toolguard's result: return it, or raise the signal."""
     if result.is_error and not result.return_direct:
-        if retry and result.error_id is None:
+        kinds = _RETRY_KINDS if retry_on == "feedback" else _VISIBLE_KINDS
+        if result.error_kind in kinds and result.error_id is None:
             raise ModelRetry(result.text)
         raise ToolFailed(result.text)
     return ToolReturn(
@@ -179,14 +165,8 @@ def _function(dispatcher: Dispatcher, name: str, retry_on: RetryOn) -> Callable[
     async def run_tool(ctx: RunContext[Any], **arguments: Any) -> ToolReturn:
         sent: Any = arguments.get(_NOT_AN_OBJECT, arguments)
         call = ToolCall(name=name, arguments=sent, id=ctx.tool_call_id)
-        if retry_on == "visible":
-            result = await dispatcher.adispatch(call, context=ctx.deps, offload=offload)
-            return _answer(result, retry=True)
-        observe = _Observe()
-        result = await dispatcher.adispatch(
-            call, policy=ToolPolicy(on_error=observe), context=ctx.deps, offload=offload
-        )
-        return _answer(result, retry=observe.retry)
+        result = await dispatcher.adispatch(call, context=ctx.deps, offload=offload)
+        return _answer(result, retry_on)
 
     run_tool.__qualname__ = f"toolguard[{name}].run_tool"
     return run_tool
