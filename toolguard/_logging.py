@@ -65,14 +65,15 @@ def _redact(value: Any, pattern: re.Pattern[str] | None, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return "[too deep]"
     if isinstance(value, Mapping):
-        return {
-            key: (
-                REDACTED
-                if pattern is not None and isinstance(key, str) and pattern.search(key.lower())
-                else _redact(item, pattern, depth + 1)
-            )
-            for key, item in value.items()
-        }
+        redacted = {}
+        for key, item in value.items():
+            if pattern is not None and isinstance(key, str) and pattern.search(key.lower()):
+                redacted[key] = REDACTED
+            elif isinstance(item, Mapping | list | tuple):
+                redacted[key] = _redact(item, pattern, depth + 1)
+            else:
+                redacted[key] = item
+        return redacted
     if isinstance(value, list | tuple):
         return [_redact(item, pattern, depth + 1) for item in value]
     return value

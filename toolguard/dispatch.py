@@ -299,12 +299,7 @@ class Dispatcher:
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         resolved = self._resolved(entry, policy)
         if resolved.is_async:
-            setting = resolved.async_handler()
-            assert setting is not None
-            raise TypeError(
-                f"tool {entry.name!r}: handler {setting.value.name} at level "
-                f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
-            )
+            self._check_sync(entry, resolved)
         return resolved
 
     # --- one call ----------------------------------------------------------------
@@ -344,20 +339,29 @@ class Dispatcher:
         if entry is None:
             resolved = self._sync_resolved(self._foreign_entry(call.name), policy)
             return self._handle(self._unknown_error(call), call, resolved, call.name, step)
-        resolved = self._sync_resolved(entry, policy)
-        if entry.is_async:
-            _no_running_loop(entry.name)
-        counter = _Attempts()
+        # the hot path: a cached chain, a sync tool without timeout, called inline
+        resolved = (
+            entry.resolved
+            if policy is None and entry.version == _config._version and entry.resolved
+            else self._resolved(entry, policy)
+        )
+        if resolved.is_async or entry.is_async:
+            self._check_sync(entry, resolved)
+        counter: _Attempts | None = None
         try:
             args, kwargs = entry.arguments.bind(call, context)
             if step is not None:
                 step.check_breaker(entry.name, resolved.breaker)
             try:
-                value = self._attempt(entry, args, kwargs, resolved)
+                if entry.is_async or resolved.timeout is not None:
+                    value = self._attempt(entry, args, kwargs, resolved)
+                else:
+                    value = entry.function(*args, **kwargs)
             except Exception as first:
                 retry = resolved.retries
                 if retry is None or not retry.retryable(first):
                     raise
+                counter = _Attempts()
                 value = retry_sync(
                     retry,
                     first,
@@ -370,10 +374,23 @@ class Dispatcher:
         except Exception as error:
             if is_control_flow(error):
                 raise
-            return self._handle(error, call, resolved, entry.name, step, counter.count)
+            attempts = counter.count if counter is not None else 1
+            return self._handle(error, call, resolved, entry.name, step, attempts)
         if step is not None:
             step.finished(entry.name, resolved.breaker, None)
         return self._success(call, entry.name, content, artifact, resolved)
+
+    def _check_sync(self, entry: _Entry, resolved: Resolved) -> None:
+        """The sync path cannot await: refuse async handlers, and a running loop."""
+        if resolved.is_async:
+            setting = resolved.async_handler()
+            assert setting is not None
+            raise TypeError(
+                f"tool {entry.name!r}: handler {setting.value.name} at level "
+                f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
+            )
+        if entry.is_async:
+            _no_running_loop(entry.name)
 
     def _attempt(
         self, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any], resolved: Resolved
@@ -452,8 +469,9 @@ class Dispatcher:
             return await acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
         return await awaitable
 
+    @staticmethod
     def _success(
-        self, call: ToolCall, name: str, content: Any, artifact: Any, resolved: Resolved
+        call: ToolCall, name: str, content: Any, artifact: Any, resolved: Resolved
     ) -> ToolResult:
         if resolved.max_result_chars is not None:
             content = truncate(content, resolved.max_result_chars)
