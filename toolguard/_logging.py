@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
+import random
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -52,13 +52,30 @@ def _redaction(keys: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 def new_error_id() -> str:
-    """A short random id (8 hex digits) that the model's message can quote."""
-    return os.urandom(4).hex()
+    """A short random id (8 hex digits) that the model's message can quote.
+
+    Unique enough to find one event among a day's logs; not a secret (it is sent
+    to the model), so a fast non-cryptographic generator serves.
+    """
+    return f"{random.getrandbits(32):08x}"
 
 
 def redact(value: Any, keys: tuple[str, ...]) -> Any:
     """Mask the values of mapping keys that contain any of ``keys`` (case-insensitive)."""
-    return _redact(value, _redaction(keys), 0)
+    pattern = _redaction(keys)
+    if type(value) is dict and (pattern is None or not _needs_work(value, pattern)):
+        return dict(value)  # the common case: flat arguments, nothing secret-looking
+    return _redact(value, pattern, 0)
+
+
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str]) -> bool:
+    for key, item in value.items():
+        if type(item) not in _SCALARS or (type(key) is str and pattern.search(key.lower())):
+            return True
+    return False
 
 
 def _redact(value: Any, pattern: re.Pattern[str] | None, depth: int) -> Any:

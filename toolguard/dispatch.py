@@ -136,6 +136,7 @@ class Dispatcher:
         )
         self._entries = {name: self._entry(name, t) for name, t in self._tools.items()}
         self._foreign: dict[str, _Entry] = {}
+        self._unknown_messages: dict[str, str] = {}
 
     # --- construction ------------------------------------------------------------
 
@@ -378,6 +379,8 @@ class Dispatcher:
             return self._handle(error, call, resolved, entry.name, step, attempts)
         if step is not None:
             step.finished(entry.name, resolved.breaker, None)
+        if resolved.max_result_chars is None and resolved.return_direct is NEVER:
+            return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
         return self._success(call, entry.name, content, artifact, resolved)
 
     def _check_sync(self, entry: _Entry, resolved: Resolved) -> None:
@@ -483,13 +486,17 @@ class Dispatcher:
 
     def _unknown_error(self, call: ToolCall) -> UnknownTool:
         names = tuple(self._entries)
-        listed = ", ".join(names) or "none"
-        return UnknownTool(
-            f"There is no tool named '{call.name[:64]}'{did_you_mean(call.name, names)}. "
-            f"Available tools: {listed}.",
-            tool=call.name,
-            available=names,
-        )
+        message = self._unknown_messages.get(call.name)
+        if message is None:
+            listed = ", ".join(names) or "none"
+            message = (
+                f"There is no tool named '{call.name[:64]}'{did_you_mean(call.name, names)}. "
+                f"Available tools: {listed}."
+            )
+            if len(self._unknown_messages) >= _FOREIGN_CACHE:
+                self._unknown_messages.clear()
+            self._unknown_messages[call.name] = message
+        return UnknownTool(message, tool=call.name, available=names)
 
     def handle_result(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None

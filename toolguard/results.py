@@ -87,7 +87,9 @@ error, whose detail the model did not see.
 """
 
 
-@attrs.frozen(kw_only=True)
+# Not slotted: a frozen attrs class with a __dict__ builds faster (one result per
+# call is on the hot path), and results are short-lived.
+@attrs.frozen(kw_only=True, slots=False)
 class ToolResult:
     """The answer to one :class:`ToolCall`.
 

@@ -99,7 +99,9 @@ class Arguments:
         """
         raw = call.arguments
         try:
-            if raw is None or raw == "":
+            if type(raw) is dict:
+                kwargs = self.validator.validate_python(raw)
+            elif raw is None or raw == "":
                 kwargs = self.validator.validate_python({})
             elif type(raw) is str:
                 kwargs = self.validator.validate_json(raw)

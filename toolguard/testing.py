@@ -1,0 +1,449 @@
+"""Helpers for testing code that uses toolguard (structlog's ``testing`` is the model).
+
+* :func:`capture_events`: toolguard's log events during a block, as dicts (only
+  toolguard's: other libraries' structlog events are dropped while it runs).
+* :class:`ScriptedModel`, :func:`openai_response`, :func:`anthropic_response`: a
+  model that answers from a script, in the provider's response shape, for offline
+  agent-loop tests.
+* :func:`assert_not_leaked`: a secret is nowhere in what you would send the model.
+* :func:`assert_logged_once`: a hidden failure was logged exactly once.
+
+With pytest, the plugin (``toolguard.pytest_plugin``) gives the fixtures
+``toolguard_events`` and ``toolguard_defaults``::
+
+    def test_lookup_hides_the_database_error(toolguard_events):
+        result = agent.dispatch(ToolCall(name="lookup", arguments={"order": 42}))
+        assert_not_leaked(result, "db-password")
+        assert_logged_once(toolguard_events, result)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, Literal, NoReturn, TypeAlias
+
+import attrs
+import structlog
+
+from toolguard.errors import ToolCallFailed
+from toolguard.results import Round, ToolCall, ToolResult
+
+__all__ = [
+    "ScriptedModel",
+    "anthropic_response",
+    "assert_logged_once",
+    "assert_not_leaked",
+    "capture_events",
+    "openai_response",
+]
+
+LOGGER_NAME: Final = "toolguard"
+"""The name toolguard logs under (``structlog.get_logger("toolguard")``)."""
+
+
+# --- log events -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _NamedLogger:
+    """What the capturing factory makes: remembers the name ``get_logger`` was given."""
+
+    name: str | None
+
+
+def _named_logger(*args: Any) -> _NamedLogger:
+    return _NamedLogger(args[0] if args and isinstance(args[0], str) else None)
+
+
+_LEVEL_ALIASES: Final = {"warn": "warning", "exception": "error"}
+
+
+@contextlib.contextmanager
+def capture_events() -> Iterator[list[dict[str, Any]]]:
+    """Collect toolguard's structlog events during the block, as dicts.
+
+    Each event is the event dict as toolguard emitted it, plus ``log_level``, like
+    ``structlog.testing.capture_logs()``; ``exc_info`` is the exception itself. Only
+    toolguard's events are kept (those of ``structlog.get_logger("toolguard")``); while
+    the block runs, every structlog event is dropped, as with ``capture_logs()``.
+    structlog's previous configuration is restored afterwards.
+
+    Like ``capture_logs()``, it cannot see loggers the application cached with
+    ``cache_logger_on_first_use=True`` before the block.
+    """
+    events: list[dict[str, Any]] = []
+
+    def keep(logger: Any, method_name: str, event_dict: Any) -> NoReturn:
+        if getattr(logger, "name", None) == LOGGER_NAME:
+            event_dict["log_level"] = _LEVEL_ALIASES.get(method_name, method_name)
+            events.append(event_dict)
+        raise structlog.DropEvent
+
+    previous = structlog.get_config()
+    structlog.configure(
+        processors=[keep],
+        logger_factory=_named_logger,
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield events
+    finally:
+        structlog.configure(**previous)
+
+
+def assert_logged_once(
+    events: Iterable[Mapping[str, Any]], error_id: str | ToolResult | ToolCallFailed
+) -> Mapping[str, Any]:
+    """Assert exactly one event carries ``error_id``; return that event.
+
+    ``error_id`` may be the id itself, a :class:`~toolguard.ToolResult` (its
+    ``error_id``) or a :class:`~toolguard.ToolCallFailed`.
+    """
+    if isinstance(error_id, ToolResult):
+        if error_id.error_id is None:
+            raise AssertionError(
+                f"the result of tool {error_id.name!r} hid nothing (its error_id is None), "
+                "so nothing was logged for it"
+            )
+        error_id = error_id.error_id
+    elif isinstance(error_id, ToolCallFailed):
+        error_id = error_id.error_id
+    if not isinstance(error_id, str) or not error_id:
+        raise TypeError(f"assert_logged_once() takes an error id, got {error_id!r}")
+    seen = list(events)
+    matching = [event for event in seen if event.get("error_id") == error_id]
+    if len(matching) != 1:
+        names = [event.get("event") for event in matching]
+        raise AssertionError(
+            f"error id {error_id} was logged {len(matching)} times {names} "
+            f"(expected once); events: {[event.get('event') for event in seen]}"
+        )
+    return matching[0]
+
+
+# --- leaks ----------------------------------------------------------------------------
+
+_MAX_DEPTH: Final = 200
+_CONTEXT: Final = 30
+_MASK: Final = "<SECRET>"
+
+
+def _variants(secret: str) -> tuple[str, ...]:
+    """The secret as written, and as JSON would escape it inside a string."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    return tuple(sorted(forms, key=len))
+
+
+def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
+    """The parts of ``value`` that would be serialised, by path step; ``None`` for leaves."""
+    if isinstance(value, ToolResult):
+        # what the model is sent: the artifact stays in the process by design
+        return (
+            (f".{f.name}", getattr(value, f.name))
+            for f in attrs.fields(ToolResult)
+            if f.name != "artifact"
+        )
+    if isinstance(value, Round):
+        return iter(((".results", value.results), (".final", value.final)))
+    if attrs.has(type(value)):
+        return ((f".{f.name}", getattr(value, f.name)) for f in attrs.fields(type(value)))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return ((f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value))
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):  # pydantic models (SDK objects)
+        return iter((("", dump(mode="json")),))
+    if isinstance(value, Mapping):
+        return (
+            part
+            for key, item in value.items()
+            for part in ((f"[{key!r}] (key)", key), (f"[{key!r}]", item))
+        )
+    if isinstance(value, list | tuple):
+        return ((f"[{index}]", item) for index, item in enumerate(value))
+    if isinstance(value, set | frozenset):
+        return ((f"{{{index}}}", item) for index, item in enumerate(value))
+    return None
+
+
+def _find(
+    value: Any, variants: tuple[str, ...], path: str, depth: int, seen: set[int]
+) -> tuple[str, str, str] | None:
+    """``(path, text, variant)`` of the first string holding the secret, or ``None``."""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        for variant in variants:
+            if variant in value:
+                return path or "<value>", value, variant
+        return None
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return _find(str(value), variants, path, depth, seen)
+    if id(value) in seen or depth > _MAX_DEPTH:
+        return None
+    seen.add(id(value))
+    children = _children(value)
+    if children is None:
+        return _find(repr(value), variants, f"repr({path or 'value'})", depth + 1, seen)
+    for step, child in children:
+        found = _find(child, variants, path + step, depth + 1, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def assert_not_leaked(value: Any, secret: str) -> None:
+    """Assert ``secret`` is nowhere in ``value``, as it would be serialised for a model.
+
+    ``value`` may be a :class:`~toolguard.ToolResult` (its ``artifact``, never sent
+    to the model, is left out), a :class:`~toolguard.Round`, provider messages
+    (dicts, lists), pydantic models (SDK objects), attrs classes, dataclasses,
+    strings or bytes; anything else is checked through its ``repr``. The secret is
+    looked for as written and as JSON escapes it. The failure message names where
+    it was found, with the secret masked.
+    """
+    if not isinstance(secret, str) or not secret:
+        raise ValueError("assert_not_leaked() needs a non-empty secret string")
+    found = _find(value, _variants(secret), "", 0, set())
+    if found is None:
+        return
+    path, text, variant = found
+    at = text.index(variant)
+    excerpt = text[max(0, at - _CONTEXT) : at + len(variant) + _CONTEXT]
+    for form in _variants(secret)[::-1]:  # longest first: mask whole forms
+        path, excerpt = path.replace(form, _MASK), excerpt.replace(form, _MASK)
+    raise AssertionError(f"the secret leaked at {path}: ...{excerpt}...")
+
+
+# --- a scripted model ---------------------------------------------------------------------
+
+CallLike: TypeAlias = ToolCall | tuple[str, Mapping[str, Any] | str | None]
+"""A scripted tool call: a ToolCall, or ``(name, arguments)``."""
+
+Turn: TypeAlias = Sequence[CallLike] | str
+"""A scripted turn: the tool calls of one round, or the model's final text."""
+
+
+def _as_call(call: CallLike) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    if isinstance(call, tuple) and len(call) == 2 and isinstance(call[0], str):
+        return ToolCall(name=call[0], arguments=call[1])
+    raise TypeError(f"a scripted tool call is a ToolCall or (name, arguments), got {call!r}")
+
+
+def _arguments_text(arguments: Mapping[str, Any] | str | None) -> str:
+    """OpenAI sends arguments as a JSON string; a string is sent exactly as given."""
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(dict(arguments))
+
+
+def _arguments_object(arguments: Mapping[str, Any] | str | None) -> Any:
+    """Anthropic sends an object; a string that is a JSON object becomes one, any other
+    string is passed through (to test malformed input)."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return dict(arguments)
+
+
+def openai_response(
+    calls: Sequence[CallLike] = (),
+    *,
+    content: str | None = None,
+    model: str = "scripted-model",
+    response_id: str = "chatcmpl-scripted",
+    first_call: int = 1,
+) -> dict[str, Any]:
+    """A Chat Completions response (the dict form of ``ChatCompletion``).
+
+    ``calls`` become ``message.tool_calls`` (ids ``call_1``, ``call_2``…, unless a
+    :class:`~toolguard.ToolCall` has its own); ``content`` is the message text.
+    Arguments are sent as the JSON string a model sends; a string is sent as given.
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    tool_calls = []
+    for number, call in enumerate((_as_call(c) for c in calls), start=first_call):
+        tool_calls.append(
+            {
+                "id": call.id or f"call_{number}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
+            }
+        )
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def anthropic_response(
+    calls: Sequence[CallLike] = (),
+    *,
+    text: str | None = None,
+    model: str = "scripted-model",
+    response_id: str = "msg_scripted",
+    first_call: int = 1,
+) -> dict[str, Any]:
+    """A Messages API response (the dict form of ``Message``).
+
+    ``text`` is a text block; ``calls`` become ``tool_use`` blocks (ids ``toolu_1``…,
+    unless a :class:`~toolguard.ToolCall` has its own) after it.
+    """
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    uses = 0
+    for number, call in enumerate((_as_call(c) for c in calls), start=first_call):
+        uses += 1
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.id or f"toolu_{number}",
+                "name": call.name,
+                "input": _arguments_object(call.arguments),
+            }
+        )
+    return {
+        "id": response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if uses else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+Provider: TypeAlias = Literal["openai", "anthropic"]
+
+
+class _Endpoint:
+    """``.create(**request)``, as on an SDK client's resource."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self._model = model
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        return self._model.create(**request)
+
+
+class _Chat:
+    def __init__(self, model: ScriptedModel) -> None:
+        self.completions = _Endpoint(model)
+
+
+class ScriptedModel:
+    """A model that answers from a script, for offline agent-loop tests.
+
+    Each turn is either the tool calls of one round (a list of
+    :class:`~toolguard.ToolCall` or ``(name, arguments)``) or a string, the final
+    answer. Each :meth:`create` returns the next turn in the provider's response
+    shape (``"openai"``: Chat Completions; ``"anthropic"``: Messages API), and keeps
+    the request it was given in :attr:`requests`. Call ids are unique across the
+    script (``call_1``… / ``toolu_1``…). It stands in for a client too:
+    ``model.chat.completions.create(...)`` and ``model.messages.create(...)``::
+
+        model = ScriptedModel([[("lookup", {"order": 42})], "Your order has shipped."])
+        reply = model.create(messages=history, tools=tools)   # the tool call
+        ...
+        reply = model.create(messages=history, tools=tools)   # the final text
+        model.assert_finished()
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[Turn],
+        *,
+        provider: Provider = "openai",
+        model: str = "scripted-model",
+    ) -> None:
+        if provider not in ("openai", "anthropic"):
+            raise ValueError(f"provider={provider!r}: use 'openai' or 'anthropic'")
+        self.provider: Provider = provider
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._turns: list[Turn] = list(turns)
+        for turn in self._turns:
+            if not isinstance(turn, str):
+                for call in turn:
+                    _as_call(call)  # fail at construction, not mid-test
+        self._next = 0
+        self._calls = 0
+        self.chat = _Chat(self)
+        self.messages = _Endpoint(self)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted turns are left."""
+        return len(self._turns) - self._next
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        """The next scripted response; the request is kept in :attr:`requests`."""
+        if self._next >= len(self._turns):
+            raise AssertionError(
+                f"the scripted model was asked for turn {self._next + 1}, but its script "
+                f"has {len(self._turns)}: the agent loop did not stop when expected"
+            )
+        self.requests.append(request)
+        turn = self._turns[self._next]
+        self._next += 1
+        number = self._next
+        if isinstance(turn, str):
+            calls: Sequence[CallLike] = ()
+            text: str | None = turn
+        else:
+            calls, text = turn, None
+        first = self._calls + 1
+        self._calls += len(calls)
+        if self.provider == "openai":
+            return openai_response(
+                calls,
+                content=text,
+                model=self.model,
+                response_id=f"chatcmpl-scripted-{number}",
+                first_call=first,
+            )
+        return anthropic_response(
+            calls,
+            text=text,
+            model=self.model,
+            response_id=f"msg_scripted_{number}",
+            first_call=first,
+        )
+
+    __call__ = create
+
+    def assert_finished(self) -> None:
+        """Assert every scripted turn was used."""
+        if self.remaining:
+            raise AssertionError(
+                f"the scripted model still has {self.remaining} of {len(self._turns)} "
+                "turns: the agent loop stopped early"
+            )
