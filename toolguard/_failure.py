@@ -6,7 +6,7 @@ handler is called (``handler(...)`` or ``await handler.acall(...)``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final
 
@@ -87,18 +87,15 @@ class Failure:
         self.error_id = new_error_id()
         self.message = model_message(error, name)
 
-    def asks(self) -> Iterable[tuple[Handler, HandlerContext]]:
-        for setting in self.chain:
-            yield (
-                setting.value,
-                HandlerContext(
-                    call=self.call,
-                    tool=self.name,
-                    error_id=self.error_id,
-                    level=setting.level,
-                    model_message=self.message,
-                ),
-            )
+    def context(self, setting: Setting) -> HandlerContext:
+        """What the handler at ``setting`` is told about this failure."""
+        return HandlerContext(
+            call=self.call,
+            tool=self.name,
+            error_id=self.error_id,
+            level=setting.level,
+            model_message=self.message,
+        )
 
     def _fields(self, handler: Handler, context: HandlerContext) -> dict[str, Any]:
         fields = {
@@ -170,6 +167,11 @@ _KINDS: Final[tuple[tuple[type[Exception], ErrorKind], ...]] = (
 
 
 def _kind(error: Exception, message: str | None) -> ErrorKind:
+    # the common case first: the tool's own exception, not one of toolguard's
+    if type(error).__module__ != "toolguard.errors" and not isinstance(
+        error, RetryWithFeedback | ToolTimeout
+    ):
+        return "hidden" if message is None else "visible"
     for error_type, kind in _KINDS:
         if isinstance(error, error_type):
             return kind

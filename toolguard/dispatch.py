@@ -74,6 +74,9 @@ class _Entry:
     layers: tuple[Layer, ...]
     resolved: Resolved | None = None
     version: int = -1
+    # the config version for which the fast path applies (a sync tool, no timeout,
+    # retries, truncation, return_direct or async handler), or -1
+    fast: int = -1
 
 
 class Dispatcher:
@@ -289,8 +292,18 @@ class Dispatcher:
     def _resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         if entry.version != _config._version:
             version = _config._version
-            entry.resolved = resolve((*entry.layers, Layer("global", _config._policy)))
+            resolved = resolve((*entry.layers, Layer("global", _config._policy)))
+            entry.resolved = resolved
             entry.version = version
+            simple = (
+                not entry.is_async
+                and not resolved.is_async
+                and resolved.timeout is None
+                and resolved.retries is None
+                and resolved.max_result_chars is None
+                and resolved.return_direct is NEVER
+            )
+            entry.fast = version if simple else -1
         if policy is None:
             return entry.resolved  # type: ignore[return-value]
         if not isinstance(policy, ToolPolicy):
@@ -315,7 +328,18 @@ class Dispatcher:
         """Run one call, synchronously, on this thread. Always returns a result,
         unless a handler fails the invocation (``ToolCallFailed``) or the failure is
         control flow."""
-        return self._dispatch(call, policy, context, None)
+        entry = self._entries.get(call.name)
+        if entry is None or policy is not None or entry.fast != _config._version:
+            return self._dispatch(call, policy, context, None)
+        # the fast path: everything but the call itself was decided ahead
+        try:
+            args, kwargs = entry.arguments.bind(call, context)
+            content, artifact = to_content(entry.function(*args, **kwargs))
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            return self._handle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
+        return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
 
     async def adispatch(
         self,
@@ -565,7 +589,8 @@ class Dispatcher:
         attempts: int = 1,
     ) -> ToolResult:
         failure = Failure(error, call, name, resolved, step, attempts)
-        for handler, context in failure.asks():
+        for setting in failure.chain:
+            handler, context = setting.value, failure.context(setting)
             try:
                 answer = handler(failure.error, context)
             except Exception as raised:
@@ -585,7 +610,8 @@ class Dispatcher:
         attempts: int = 1,
     ) -> ToolResult:
         failure = Failure(error, call, name, resolved, step, attempts)
-        for handler, context in failure.asks():
+        for setting in failure.chain:
+            handler, context = setting.value, failure.context(setting)
             try:
                 answer = await handler.acall(failure.error, context)
             except Exception as raised:
