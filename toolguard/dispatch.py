@@ -77,6 +77,7 @@ class _Entry:
     # the config version for which the fast path applies (a sync tool, no timeout,
     # retries, truncation, return_direct or async handler), or -1
     fast: int = -1
+    afast: int = -1  # the same for the async path (async tools and handlers allowed)
 
 
 class Dispatcher:
@@ -296,14 +297,14 @@ class Dispatcher:
             entry.resolved = resolved
             entry.version = version
             simple = (
-                not entry.is_async
-                and not resolved.is_async
-                and resolved.timeout is None
+                resolved.timeout is None
                 and resolved.retries is None
                 and resolved.max_result_chars is None
                 and resolved.return_direct is NEVER
             )
-            entry.fast = version if simple else -1
+            entry.afast = version if simple else -1
+            sync = simple and not entry.is_async and not resolved.is_async
+            entry.fast = version if sync else -1
         if policy is None:
             return entry.resolved  # type: ignore[return-value]
         if not isinstance(policy, ToolPolicy):
@@ -355,7 +356,26 @@ class Dispatcher:
         ``offload=True`` (then on the dispatcher's thread pool: what a server
         answering many requests on one loop wants).
         """
-        return await self._adispatch(call, policy, context, None, offload)
+        entry = self._entries.get(call.name)
+        if (
+            entry is None
+            or policy is not None
+            or entry.afast != _config._version
+            or (offload and not entry.is_async)
+        ):
+            return await self._adispatch(call, policy, context, None, offload)
+        # the fast path, as in dispatch()
+        try:
+            args, kwargs = entry.arguments.bind(call, context)
+            value = entry.function(*args, **kwargs)
+            if entry.is_async:
+                value = await value
+            content, artifact = to_content(value)
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            return await self._ahandle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
+        return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
 
     def _dispatch(
         self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
