@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 import attrs
+from pydantic_core import ValidationError
 
 from toolguard import _config
 from toolguard._decorator import BoundTool, Tool, tool
@@ -78,6 +79,9 @@ class _Entry:
     # retries, truncation, return_direct or async handler), or -1
     fast: int = -1
     afast: int = -1  # the same for the async path (async tools and handlers allowed)
+    # the validator itself, for tools whose arguments are all the model's (no
+    # injected or positional-only ones): dict arguments skip Arguments.bind
+    validate: Callable[[Any], dict[str, Any]] | None = None
 
 
 class Dispatcher:
@@ -204,10 +208,13 @@ class Dispatcher:
         )
 
     def _entry(self, name: str, t: Tool[..., Any] | BoundTool[..., Any]) -> _Entry:
+        arguments = t.spec.arguments
+        plain = not (arguments.positional or arguments.injected)
         return _Entry(
             name=name,
             function=t.__wrapped__,
-            arguments=t.spec.arguments,
+            validate=arguments.validator.validate_python if plain else None,
+            arguments=arguments,
             is_async=t.spec.is_async,
             layers=(
                 *self._override_layers(name),
@@ -334,8 +341,17 @@ class Dispatcher:
             return self._dispatch(call, policy, context, None)
         # the fast path: everything but the call itself was decided ahead
         try:
-            args, kwargs = entry.arguments.bind(call, context)
-            content, artifact = to_content(entry.function(*args, **kwargs))
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+                value = entry.function(**kwargs)
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
+                value = entry.function(*args, **kwargs)
+            content, artifact = to_content(value)
         except Exception as error:
             if is_control_flow(error):
                 raise

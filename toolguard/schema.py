@@ -108,7 +108,7 @@ class Arguments:
             else:
                 kwargs = self.validator.validate_python(raw)
         except pydantic_core.ValidationError as error:
-            raise self._invalid(error) from None
+            raise self.invalid(error) from None
         if self.call_id_params:
             if call.id is None:
                 raise InjectionError(
@@ -129,7 +129,8 @@ class Arguments:
             return tuple(kwargs.pop(name) for name in self.positional), kwargs
         return (), kwargs
 
-    def _invalid(self, error: pydantic_core.ValidationError) -> InvalidArguments:
+    def invalid(self, error: pydantic_core.ValidationError) -> InvalidArguments:
+        """The model-visible error for a failed validation: one line per problem."""
         properties = self.parameters.get("properties", {})
         allowed = ", ".join(properties) or "no arguments"
         problems: list[str] = []
