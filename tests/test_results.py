@@ -101,3 +101,17 @@ def test_result_text_joins_blocks() -> None:
         content=(Text(text="a"), Image(data="", media_type="image/png"), Text(text="b")),
     )
     assert result.text == "a\n[image image/png]\nb"
+
+
+def test_the_fast_success_constructor_builds_the_same_result() -> None:
+    from toolguard.results import _SUCCESS_DEFAULTS, success
+
+    fast = success("c1", "add", "3", {"rows": 1})
+    assert fast == ToolResult(call_id="c1", name="add", content="3", artifact={"rows": 1})
+    assert repr(fast) == repr(
+        ToolResult(call_id="c1", name="add", content="3", artifact={"rows": 1})
+    )
+    names = {field.name for field in attrs.fields(ToolResult)}
+    assert names == {*_SUCCESS_DEFAULTS, "call_id", "name", "content", "artifact"}
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fast.content = "4"  # type: ignore[misc]

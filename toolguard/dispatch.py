@@ -54,7 +54,7 @@ from toolguard.resilience import (
     retry_async,
     retry_sync,
 )
-from toolguard.results import Round, ToolCall, ToolResult, to_content
+from toolguard.results import Round, ToolCall, ToolResult, success, to_content
 from toolguard.schema import Arguments
 from toolguard.session import Session, Step
 
@@ -356,7 +356,7 @@ class Dispatcher:
             if is_control_flow(error):
                 raise
             return self._handle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
-        return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
+        return success(call.id, entry.name, content, artifact)
 
     async def adispatch(
         self,
@@ -391,7 +391,7 @@ class Dispatcher:
             if is_control_flow(error):
                 raise
             return await self._ahandle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
-        return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
+        return success(call.id, entry.name, content, artifact)
 
     def _dispatch(
         self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
@@ -440,7 +440,7 @@ class Dispatcher:
         if step is not None:
             step.finished(entry.name, resolved.breaker, None)
         if resolved.max_result_chars is None and resolved.return_direct is NEVER:
-            return ToolResult(call_id=call.id, name=entry.name, content=content, artifact=artifact)
+            return success(call.id, entry.name, content, artifact)
         return self._success(call, entry.name, content, artifact, resolved)
 
     def _check_sync(self, entry: _Entry, resolved: Resolved) -> None:

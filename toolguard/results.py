@@ -10,7 +10,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -119,6 +119,31 @@ class ToolResult:
             block.text if isinstance(block, Text) else f"[image {block.media_type}]"
             for block in self.content
         )
+
+
+_SUCCESS_DEFAULTS: Final = {
+    "is_error": False,
+    "return_direct": False,
+    "error_id": None,
+    "error_kind": None,
+}
+_new = object.__new__
+
+
+def success(call_id: str | None, name: str, content: Content, artifact: Any) -> ToolResult:
+    """``ToolResult(call_id=..., name=..., content=..., artifact=...)``, built faster.
+
+    The dispatcher's hot path builds one per call; filling the instance dict at once
+    skips attrs' per-field frozen setters. The result is identical (a test pins it).
+    """
+    result: ToolResult = _new(ToolResult)
+    fields = result.__dict__
+    fields.update(_SUCCESS_DEFAULTS)
+    fields["call_id"] = call_id
+    fields["name"] = name
+    fields["content"] = content
+    fields["artifact"] = artifact
+    return result
 
 
 @attrs.frozen(kw_only=True)
