@@ -47,6 +47,12 @@ def reset_defaults() -> None:
         _version += 1
 
 
+def snapshot() -> tuple[int, ToolPolicy]:
+    """The version and the global policy, read together."""
+    with _lock:
+        return _version, _policy
+
+
 def version() -> int:
     """A counter bumped by every change; caches compare it to stay fresh."""
     return _version

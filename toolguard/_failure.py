@@ -111,8 +111,8 @@ class Failure:
             fields["attempts"] = self.attempts
         return fields
 
-    def answered(self, answer: Any, handler: Handler, context: HandlerContext) -> ToolResult:
-        content = checked(answer, handler)
+    def answered(self, content: Content, handler: Handler, context: HandlerContext) -> ToolResult:
+        """The result for a handler's answer (already :func:`checked`)."""
         if self.resolved.max_result_chars is not None:
             content = truncate(content, self.resolved.max_result_chars)
         hidden = self.message is None or content != self.message or has_hidden_cause(self.error)

@@ -16,9 +16,11 @@ import contextvars
 import fnmatch
 import functools
 import re
+import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any, Final
 
 import attrs
@@ -26,7 +28,7 @@ from pydantic_core import ValidationError
 
 from toolguard import _config
 from toolguard._decorator import BoundTool, Tool, tool
-from toolguard._failure import Failure, assemble_round, outcome_of, truncate
+from toolguard._failure import Failure, assemble_round, checked, outcome_of, truncate
 from toolguard._suggest import did_you_mean
 from toolguard.errors import (
     ToolCallFailed,
@@ -62,6 +64,7 @@ __all__ = ["Dispatcher"]
 
 _GLOB_CHARS: Final = re.compile(r"[*?\[]")
 _FOREIGN_CACHE: Final = 256
+_MAX_NAME: Final = 64  # what every provider allows for a tool name
 
 
 @attrs.define(slots=True)
@@ -74,7 +77,7 @@ class _Entry:
     is_async: bool
     layers: tuple[Layer, ...]
     resolved: Resolved | None = None
-    version: int = -1
+    version: int = -2  # below any config version: resolve on first use
     # the config version for which the fast path applies (a sync tool, no timeout,
     # retries, truncation, return_direct or async handler), or -1
     fast: int = -1
@@ -132,6 +135,7 @@ class Dispatcher:
         self._max_workers: int = self._round_settings["max_workers"].value
         self._executor: ThreadPoolExecutor | None = None
         self._timeouts: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
         self._tools: dict[str, Tool[..., Any] | BoundTool[..., Any]] = {}
         for candidate in tools:
             self._add(candidate)
@@ -239,9 +243,10 @@ class Dispatcher:
                 is_async=False,
                 layers=(*self._override_layers(name), *self._agent_layers),
             )
-            if len(self._foreign) >= _FOREIGN_CACHE:
-                self._foreign.clear()
-            self._foreign[name] = entry
+            if len(name) <= _MAX_NAME:  # a longer name is no tool's: not worth keeping
+                if len(self._foreign) >= _FOREIGN_CACHE:
+                    self._foreign.clear()
+                self._foreign[name] = entry
         return entry
 
     # --- inspection --------------------------------------------------------------
@@ -299,24 +304,34 @@ class Dispatcher:
 
     def _resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         if entry.version != _config._version:
-            version = _config._version
-            resolved = resolve((*entry.layers, Layer("global", _config._policy)))
-            entry.resolved = resolved
-            entry.version = version
-            simple = (
-                resolved.timeout is None
-                and resolved.retries is None
-                and resolved.max_result_chars is None
-                and resolved.return_direct is NEVER
-            )
-            entry.afast = version if simple else -1
-            sync = simple and not entry.is_async and not resolved.is_async
-            entry.fast = version if sync else -1
+            self._refresh(entry)
         if policy is None:
             return entry.resolved  # type: ignore[return-value]
         if not isinstance(policy, ToolPolicy):
             raise TypeError(f"policy= takes a ToolPolicy, got {policy!r}")
         return resolve((Layer("call", policy), *entry.layers, Layer("global", _config._policy)))
+
+    def _refresh(self, entry: _Entry) -> None:
+        """Resolve ``entry``'s chain under the current global defaults (after a
+        ``configure()``). Versions only move forward, so a slow thread can never
+        leave an older chain cached under a newer version."""
+        version, global_policy = _config.snapshot()
+        resolved = resolve((*entry.layers, Layer("global", global_policy)))
+        simple = (
+            resolved.timeout is None
+            and resolved.retries is None
+            and resolved.max_result_chars is None
+            and resolved.return_direct is NEVER
+        )
+        sync = simple and not entry.is_async and not resolved.is_async
+        with self._lock:
+            if entry.version >= version:
+                return
+            # readers check `fast`/`version` first, then read `resolved`: set it first
+            entry.resolved = resolved
+            entry.afast = version if simple else -1
+            entry.fast = version if sync else -1
+            entry.version = version
 
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
         resolved = self._resolved(entry, policy)
@@ -522,15 +537,28 @@ class Dispatcher:
         if entry.is_async:
             awaitable = entry.function(*args, **kwargs)
         elif offload or seconds is not None:
-            run = contextvars.copy_context().run
-            awaitable = asyncio.get_running_loop().run_in_executor(
-                self._pool(), functools.partial(run, entry.function, *args, **kwargs)
-            )
+            awaitable = self._in_pool(entry.function, args, kwargs)
         else:
             return entry.function(*args, **kwargs)
         if seconds is not None:
             return await acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
         return await awaitable
+
+    async def _in_pool(
+        self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Run a sync function on the pool, with the caller's context variables.
+
+        The outcome crosses back boxed: asyncio would replace a ``TimeoutError``
+        raised in the thread with a bare copy (losing its cause and traceback).
+        """
+        run = functools.partial(contextvars.copy_context().run, _boxed, function)
+        ok, value = await asyncio.get_running_loop().run_in_executor(
+            self._pool(), functools.partial(run, *args, **kwargs)
+        )
+        if ok:
+            return value
+        raise value
 
     @staticmethod
     def _success(
@@ -550,12 +578,13 @@ class Dispatcher:
         if message is None:
             listed = ", ".join(names) or "none"
             message = (
-                f"There is no tool named '{call.name[:64]}'{did_you_mean(call.name, names)}. "
+                f"There is no tool named {call.name[:64]!r}{did_you_mean(call.name, names)}. "
                 f"Available tools: {listed}."
             )
-            if len(self._unknown_messages) >= _FOREIGN_CACHE:
-                self._unknown_messages.clear()
-            self._unknown_messages[call.name] = message
+            if len(call.name) <= _MAX_NAME:
+                if len(self._unknown_messages) >= _FOREIGN_CACHE:
+                    self._unknown_messages.clear()
+                self._unknown_messages[call.name] = message
         return UnknownTool(message, tool=call.name, available=names)
 
     def handle_result(
@@ -629,6 +658,8 @@ class Dispatcher:
             handler, context = setting.value, failure.context(setting)
             try:
                 answer = handler(failure.error, context)
+                if answer is not None:
+                    answer = checked(answer, handler)
             except Exception as raised:
                 failure.raised(raised, handler, context)
                 raise
@@ -650,6 +681,8 @@ class Dispatcher:
             handler, context = setting.value, failure.context(setting)
             try:
                 answer = await handler.acall(failure.error, context)
+                if answer is not None:
+                    answer = checked(answer, handler)
             except Exception as raised:
                 failure.raised(raised, handler, context)
                 raise
@@ -706,11 +739,12 @@ class Dispatcher:
             for call in calls
         ]
         try:
-            outcomes = [outcome_of(future) for future in futures]
+            _wait_all(futures)
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
+        outcomes = [outcome_of(future) for future in futures]
         return assemble_round(calls, outcomes, self.return_direct_mode)
 
     async def _arun(
@@ -730,22 +764,29 @@ class Dispatcher:
     # --- the thread pool -----------------------------------------------------------
 
     def _pool(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_workers, thread_name_prefix="toolguard"
-            )
-            weakref.finalize(self, self._executor.shutdown, wait=False)
-        return self._executor
+        executor = self._executor
+        if executor is None:
+            executor = self._new_pool("_executor", "toolguard")
+        return executor
 
     def _timeout_pool(self) -> ThreadPoolExecutor:
         """Sync tools with a timeout run here: apart from the round pool, so a round
         whose calls wait on timed attempts can never starve itself."""
-        if self._timeouts is None:
-            self._timeouts = ThreadPoolExecutor(
-                max_workers=self._max_workers, thread_name_prefix="toolguard-timeout"
-            )
-            weakref.finalize(self, self._timeouts.shutdown, wait=False)
-        return self._timeouts
+        executor = self._timeouts
+        if executor is None:
+            executor = self._new_pool("_timeouts", "toolguard-timeout")
+        return executor
+
+    def _new_pool(self, attribute: str, prefix: str) -> ThreadPoolExecutor:
+        with self._lock:  # two first rounds at once must not make two pools
+            executor: ThreadPoolExecutor | None = getattr(self, attribute)
+            if executor is None:
+                executor = ThreadPoolExecutor(
+                    max_workers=self._max_workers, thread_name_prefix=prefix
+                )
+                weakref.finalize(self, executor.shutdown, wait=False)
+                setattr(self, attribute, executor)
+            return executor
 
     def close(self, *, wait: bool = True) -> None:
         """Shut the thread pools down. Idempotent.
@@ -753,10 +794,12 @@ class Dispatcher:
         ``wait=True`` waits for running tools; a sync tool abandoned by its timeout
         is still running and is waited for too (pass ``wait=False`` not to).
         """
-        for executor in (self._executor, self._timeouts):
+        with self._lock:
+            executors = (self._executor, self._timeouts)
+            self._executor = self._timeouts = None
+        for executor in executors:
             if executor is not None:
                 executor.shutdown(wait=wait, cancel_futures=True)
-        self._executor = self._timeouts = None
 
     def __enter__(self) -> Dispatcher:
         return self
@@ -792,6 +835,25 @@ def _first_setting(policies: Iterable[AgentPolicy], name: str, default: Any) -> 
 
 def _unset_to_none(value: Any) -> Any:
     return None if value is UNSET else value
+
+
+def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:
+    """Wait for a round's calls; an interrupt from any of them, or of this thread
+    (``KeyboardInterrupt``, even ``_thread.interrupt_main()``), stops it at once."""
+    pending: set[Future[ToolResult]] = set(futures)
+    while pending:
+        done, pending = futures_wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+        for future in done:
+            error = future.exception()
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise error
+
+
+def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    try:
+        return True, function(*args, **kwargs)
+    except BaseException as error:  # noqa: BLE001 - re-raised, intact, on the loop
+        return False, error
 
 
 def _no_running_loop(what: str) -> None:

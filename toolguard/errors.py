@@ -247,6 +247,8 @@ def model_message(error: BaseException, tool: str) -> str | None:
     try:
         text = candidate.message_for_model()  # type: ignore[attr-defined]
     except Exception as failure:  # noqa: BLE001 - a broken marker hides, never crashes
+        # its __context__ is the tool's error, which is logged once, by the failure
+        failure.__suppress_context__ = True
         emit(
             "warning",
             "model_message_failed",

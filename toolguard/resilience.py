@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -279,11 +279,13 @@ def call_with_timeout(
     background until it returns; its result is discarded.
     """
     future = executor.submit(function, *args, **kwargs)
-    try:
-        return future.result(timeout=seconds)
-    except FutureTimeout:
+    # wait() rather than result(timeout=): a TimeoutError the tool raises itself is
+    # the same class as the future's own, and must not be taken for an overrun
+    done, _ = futures_wait((future,), timeout=seconds)
+    if not done:
         future.cancel()  # if it never started, it never will
-        raise timeout_error(tool, seconds) from None
+        raise timeout_error(tool, seconds)
+    return future.result()
 
 
 async def acall_with_timeout(awaitable: Awaitable[T], *, tool: str, seconds: float) -> T:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import reprlib
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, NotRequired
@@ -47,8 +48,18 @@ _MAX_PROBLEMS: Final = 10
 _EXCERPT: Final = 40
 
 
+_REPR = reprlib.Repr()  # bounded at any depth and size (keyword options need 3.12)
+_REPR.maxlevel = 3
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 4
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = _EXCERPT
+
+
 def _excerpt(value: Any) -> str:
-    text = repr(value)
+    """A short, safe rendering of what the model sent (bounded at any size or depth)."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a huge int, a repr that raises: say what it was
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
 
 
@@ -149,18 +160,18 @@ class Arguments:
                     )
                 continue
             name = str(loc[0])
-            path = ".".join(str(part) for part in loc)
+            shown, path = _excerpt(name), _excerpt(".".join(str(part) for part in loc))
             if kind == "extra_forbidden" and len(loc) == 1:
                 if name in self.injected:
-                    problems.append(f"{name!r}: set by the application; it cannot be sent")
+                    problems.append(f"{shown}: set by the application; it cannot be sent")
                 else:
-                    problems.append(f"{name!r}: unexpected argument; this tool accepts: {allowed}")
+                    problems.append(f"{shown}: unexpected argument; this tool accepts: {allowed}")
             elif kind == "missing" and len(loc) == 1:
                 expected = _kind(properties.get(name, {}))
-                problems.append(f"{name!r}: missing required argument ({expected})")
+                problems.append(f"{shown}: missing required argument ({expected})")
             else:
                 problems.append(
-                    f"{path!r}: {detail['msg'].rstrip('.')}, got {_excerpt(detail['input'])}"
+                    f"{path}: {detail['msg'].rstrip('.')}, got {_excerpt(detail['input'])}"
                 )
         hidden = error.error_count() - len(problems)
         if hidden > 0:
@@ -247,7 +258,7 @@ def build_arguments(
 
     make_typed_dict: Any = TypedDict  # built from the signature: a runtime-only TypedDict
     arguments_type = make_typed_dict(f"{tool}_arguments", fields)
-    arguments_type.__pydantic_config__ = pydantic.ConfigDict(extra=extra)
+    arguments_type.__pydantic_config__ = pydantic.ConfigDict(extra=extra, allow_inf_nan=False)
     try:
         adapter = pydantic.TypeAdapter(arguments_type)
         schema = adapter.json_schema()

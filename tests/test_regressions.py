@@ -1,0 +1,211 @@
+"""Regressions: core bugs the reliability suites found, each pinned by its repro.
+
+1-2 a tool's own TimeoutError is not an overrun, and crosses threads intact;
+3 a raising marker does not log the hidden cause twice; 4 a handler's bad answer is
+logged as handler_raised; 5-7 what the model sent is echoed bounded and safely;
+8 NaN/Infinity are refused; 10 interrupts stop a sync round at once; 11 the lazy
+pools are created once.
+"""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+import toolguard.dispatch as dispatch_module
+from toolguard import Dispatcher, ToolCall, tool
+
+
+def test_a_sync_tools_own_timeout_error_is_not_reported_as_an_overrun(logs):
+    @tool(timeout=5)
+    def lookup(key: str) -> str:
+        raise TimeoutError("db socket timed out (password=hunter2)")
+
+    result = Dispatcher([lookup]).dispatch(ToolCall(name="lookup", arguments={"key": "k"}))
+    assert "did not finish within" not in result.text
+    assert [e["event"] for e in logs] == ["tool_error_hidden"]
+
+
+def test_an_offloaded_tools_timeout_error_reaches_the_log_intact(logs):
+    raised = []
+
+    @tool
+    def lookup(key: str) -> str:
+        error = TimeoutError("socket timed out")
+        error.add_note("while calling the vault")
+        raised.append(error)
+        raise error from ConnectionResetError("peer reset")
+
+    agent = Dispatcher([lookup])
+    asyncio.run(agent.adispatch(ToolCall(name="lookup", arguments={"key": "k"}), offload=True))
+    [event] = logs
+    assert event["exc_info"] is raised[0]
+    assert event["exc_info"].__cause__ is not None
+
+
+def test_a_raising_marker_logs_the_hidden_cause_once(logs):
+    class Broken(Exception):
+        def message_for_model(self) -> str:
+            raise RuntimeError("marker broke")
+
+    @tool
+    def t() -> str:
+        raise Broken("SECRET-abc")
+
+    Dispatcher([t]).dispatch(ToolCall(name="t"))
+    carrying = [
+        e["event"]
+        for e in logs
+        if "SECRET-abc" in "".join(traceback.format_exception(e["exc_info"]))
+    ]
+    assert carrying == ["tool_error_hidden"]
+
+
+def test_a_handler_answering_a_non_content_value_is_logged_as_handler_raised(logs):
+    @tool(on_error=lambda error, context: 42)
+    def t() -> str:
+        raise RuntimeError("boom")
+
+    with pytest.raises(TypeError):
+        Dispatcher([t]).dispatch(ToolCall(name="t"))
+    assert [e["event"] for e in logs] == ["handler_raised"]
+
+
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+class BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr boom")
+
+
+@pytest.mark.parametrize(
+    "bad", [_deep(10_000), 10**5000, BadRepr()], ids=["deep", "huge-int", "bad-repr"]
+)
+def test_unrenderable_bad_values_still_get_a_validation_message(bad, logs):
+    @tool
+    def t(n: int, name: str = "") -> str:
+        return "ran"
+
+    arguments = {"n": 1, "name": bad} if isinstance(bad, int) else {"n": bad}
+    result = Dispatcher([t]).dispatch(ToolCall(name="t", arguments=arguments))
+    assert result.text.startswith("Invalid arguments for tool 't'")
+    assert logs == []
+
+
+def test_argument_names_are_echoed_bounded():
+    @tool
+    def t(n: int) -> str:
+        return "ran"
+
+    result = Dispatcher([t]).dispatch(ToolCall(name="t", arguments={"n": 1, "k" * 1_000_000: 1}))
+    assert len(result.text) < 1000
+
+
+def test_an_unknown_tool_name_is_echoed_escaped():
+    result = Dispatcher([tool(lambda: "x", name="refund")]).dispatch(ToolCall(name="ref\udcffund"))
+    result.text.encode("utf-8")
+
+
+def test_nan_and_infinity_are_refused_for_a_float_argument():
+    ran = []
+
+    @tool
+    def t(x: float) -> str:
+        ran.append(x)
+        return "ran"
+
+    result = Dispatcher([t]).dispatch(ToolCall(name="t", arguments='{"x": NaN}'))
+    assert result.is_error and ran == []
+
+
+def test_a_keyboard_interrupt_from_any_call_stops_a_sync_round_at_once():
+    release = threading.Event()
+
+    @tool
+    def slow(n: int) -> str:
+        release.wait(3)
+        return "late"
+
+    @tool
+    def ki(n: int) -> str:
+        raise KeyboardInterrupt
+
+    agent = Dispatcher([slow, ki])
+    started = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            agent.run(
+                [
+                    ToolCall(name="slow", arguments={"n": 1}),
+                    ToolCall(name="ki", arguments={"n": 1}),
+                ]
+            )
+        assert time.perf_counter() - started < 1
+    finally:
+        release.set()
+        agent.close()
+
+
+def test_interrupt_main_stops_a_waiting_sync_round():
+    release = threading.Event()
+
+    @tool
+    def slow(n: int) -> str:
+        release.wait(3)
+        return "late"
+
+    agent = Dispatcher([slow])
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    started = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()
+            agent.run([ToolCall(name="slow", arguments={"n": n}) for n in range(2)])
+            time.sleep(1)
+        assert time.perf_counter() - started < 1
+    finally:
+        timer.join()
+        release.set()
+        agent.close()
+
+
+def test_concurrent_first_rounds_share_one_pool_and_close_leaves_no_thread(monkeypatch):
+    class SlowStart(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            time.sleep(0.05)  # widens the check-then-set window in Dispatcher._pool()
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(dispatch_module, "ThreadPoolExecutor", SlowStart)
+
+    @tool
+    def ok(n: int) -> int:
+        return n
+
+    before = set(threading.enumerate())
+    agent = Dispatcher([ok])
+    barrier = threading.Barrier(4)
+
+    def go() -> None:
+        barrier.wait()
+        agent.run([ToolCall(name="ok", arguments={"n": n}) for n in range(2)])
+
+    threads = [threading.Thread(target=go) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    agent.close()
+    time.sleep(0.2)
+    assert [t.name for t in threading.enumerate() if t not in before] == []
