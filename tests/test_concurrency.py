@@ -131,20 +131,6 @@ def run_threads(worker: Callable[[int], None], count: int = THREADS) -> list[Bas
     return errors
 
 
-def warm_up(agents: list[Dispatcher]) -> None:
-    """Create each dispatcher's thread pools before the threads race for them.
-
-    ``Dispatcher._pool()``/``_timeout_pool()`` create the pool lazily without a lock:
-    two threads starting a dispatcher's first round at the same instant can each create
-    one, and ``close()`` then shuts down only the one kept (reported as a core bug).
-    """
-    for agent in agents:
-        first = next(iter(agent.tools))
-        agent.run([ToolCall(name=first, arguments={"tag": "w"}) for _ in range(2)])
-        if "timed_echo" in agent.tools:
-            agent.dispatch(ToolCall(name="timed_echo", arguments={"tag": "w"}))
-
-
 @pytest.fixture
 def thread_baseline() -> frozenset[threading.Thread]:
     """The threads alive before the test (other tests' abandoned threads may end meanwhile)."""
@@ -171,7 +157,6 @@ def test_32_threads_on_many_agents_each_get_their_own_agents_outcome(
     thread_baseline: frozenset[threading.Thread],
 ) -> None:
     agents = make_agents([echo, boom, timed_echo])
-    warm_up(agents)
     rounds = 40
 
     def worker(number: int) -> None:
@@ -214,7 +199,6 @@ def test_configure_changes_under_load_are_seen_whole_and_never_leak_across_agent
     one of the configured global messages (old or new), never another agent's."""
     own = make_agents([echo, boom])
     bare = [Dispatcher([echo, boom]) for _ in range(4)]
-    warm_up([*own, *bare])
     globals_ = [f"global {n} ({{error_id}})" for n in range(5)]
     stop = threading.Event()
     toolguard.configure(on_error=globals_[0])
@@ -274,7 +258,6 @@ def test_sessions_on_one_agent_from_many_threads_never_share_counts(
         raise ConnectionError("down")
 
     agent = Dispatcher([strict, flaky, echo])
-    warm_up([agent])
 
     def worker(number: int) -> None:
         session = agent.session()
@@ -310,7 +293,6 @@ def test_close_shuts_every_pool_down_and_is_idempotent(
     thread_baseline: frozenset[threading.Thread],
 ) -> None:
     agents = [Dispatcher([echo, timed_echo]) for _ in range(8)]
-    warm_up(agents)
     for agent in agents:
         round_ = agent.run(
             [ToolCall(name="timed_echo", arguments={"tag": str(n)}) for n in range(16)]
@@ -330,7 +312,6 @@ def test_close_shuts_every_pool_down_and_is_idempotent(
 def test_context_variables_never_cross_between_concurrent_rounds() -> None:
     """Each sync tool on the pool sees the context of the round that submitted it."""
     agent = Dispatcher([echo, timed_echo])
-    warm_up([agent])
 
     def worker(number: int) -> None:
         whose.set(f"caller {number}")

@@ -440,7 +440,6 @@ SYNC_PATHS = ("dispatch", "run", "session_dispatch", "session_run", "handle_erro
 ASYNC_PATHS = ("adispatch", "adispatch_offload", "arun", "session_arun", "ahandle_error")
 ROUND_PATHS = ("run", "arun", "session_run", "session_arun")
 LEVELS = ("call", "override", "tool", "agent", "global")
-OFFLOADING_PATHS = ("adispatch_offload", "arun", "session_arun")  # sync tools on the pool
 
 
 @attrs.frozen
@@ -479,15 +478,6 @@ def scenarios(draw: st.DrawFn, handlers: Callable[[bool], st.SearchStrategy[Hand
         scalars[level] = settings
     is_async_tool = draw(st.booleans())
     failures = plans()
-    timed = any("timeout" in s for s in scalars.values())
-    if not is_async_tool and (timed or path in OFFLOADING_PATHS):
-        # Two known core bugs (reported, not fixed here) lose a sync tool's own builtin
-        # TimeoutError: under a timeout, resilience.call_with_timeout takes it for its
-        # own (concurrent.futures.TimeoutError *is* TimeoutError) and answers ToolTimeout,
-        # dropping the original unlogged; offloaded to the pool from the async path,
-        # asyncio's run_in_executor replaces it with a bare copy (args only: no cause,
-        # notes, attributes or traceback). See tests/test_faults.py for what does hold.
-        failures = failures.filter(lambda plan: plan.kind != "TimeoutError")
     if path in ROUND_PATHS:
         others = st.sampled_from(["ok", "unknown", "bad_args"])
         calls = draw(st.lists(st.one_of(failures, others), min_size=1, max_size=4))
