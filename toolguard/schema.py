@@ -57,7 +57,12 @@ _REPR.maxstring = _REPR.maxlong = _REPR.maxother = _EXCERPT
 def _excerpt(value: Any) -> str:
     """A short, safe rendering of what the model sent (bounded at any size or depth)."""
     try:
-        text = _REPR.repr(value)
+        if isinstance(value, str):  # the common case, and cheap: cut before repr
+            text = repr(value[: _EXCERPT + 1])
+        elif value is None or isinstance(value, bool | int | float):
+            text = repr(value)  # an int too long to print raises: handled below
+        else:
+            text = _REPR.repr(value)  # containers: bounded depth and width
     except Exception:  # noqa: BLE001 - a huge int, a repr that raises: say what it was
         text = f"<{type(value).__name__}>"
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
