@@ -78,10 +78,9 @@ class _Entry:
     layers: tuple[Layer, ...]
     resolved: Resolved | None = None
     version: int = -2  # below any config version: resolve on first use
-    # the config version for which the fast path applies (a sync tool, no timeout,
-    # retries, truncation, return_direct or async handler), or -1
-    fast: int = -1
-    afast: int = -1  # the same for the async path (async tools and handlers allowed)
+    # decided with `resolved`: the sync path calls the tool inline (a sync tool, no
+    # timeout, no async handler), with no per-call check
+    inline: bool = False
     # the validator itself, for tools whose arguments are all the model's (no
     # injected or positional-only ones): dict arguments skip Arguments.bind
     validate: Callable[[Any], dict[str, Any]] | None = None
@@ -317,20 +316,12 @@ class Dispatcher:
         leave an older chain cached under a newer version."""
         version, global_policy = _config.snapshot()
         resolved = resolve((*entry.layers, Layer("global", global_policy)))
-        simple = (
-            resolved.timeout is None
-            and resolved.retries is None
-            and resolved.max_result_chars is None
-            and resolved.return_direct is NEVER
-        )
-        sync = simple and not entry.is_async and not resolved.is_async
         with self._lock:
             if entry.version >= version:
                 return
-            # readers check `fast`/`version` first, then read `resolved`: set it first
+            # readers check `version` first, then read the rest: set it last
             entry.resolved = resolved
-            entry.afast = version if simple else -1
-            entry.fast = version if sync else -1
+            entry.inline = _inline(entry, resolved)
             entry.version = version
 
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
@@ -351,27 +342,7 @@ class Dispatcher:
         """Run one call, synchronously, on this thread. Always returns a result,
         unless a handler fails the invocation (``ToolCallFailed``) or the failure is
         control flow."""
-        entry = self._entries.get(call.name)
-        if entry is None or policy is not None or entry.fast != _config._version:
-            return self._dispatch(call, policy, context, None)
-        # the fast path: everything but the call itself was decided ahead
-        try:
-            raw = call.arguments
-            if type(raw) is dict and entry.validate is not None:
-                try:
-                    kwargs = entry.validate(raw)
-                except ValidationError as invalid:
-                    raise entry.arguments.invalid(invalid) from None
-                value = entry.function(**kwargs)
-            else:
-                args, kwargs = entry.arguments.bind(call, context)
-                value = entry.function(*args, **kwargs)
-            content, artifact = to_content(value)
-        except Exception as error:
-            if is_control_flow(error):
-                raise
-            return self._handle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
-        return success(call.id, entry.name, content, artifact)
+        return self._dispatch(call, policy, context, None)
 
     async def adispatch(
         self,
@@ -387,26 +358,7 @@ class Dispatcher:
         ``offload=True`` (then on the dispatcher's thread pool: what a server
         answering many requests on one loop wants).
         """
-        entry = self._entries.get(call.name)
-        if (
-            entry is None
-            or policy is not None
-            or entry.afast != _config._version
-            or (offload and not entry.is_async)
-        ):
-            return await self._adispatch(call, policy, context, None, offload)
-        # the fast path, as in dispatch()
-        try:
-            args, kwargs = entry.arguments.bind(call, context)
-            value = entry.function(*args, **kwargs)
-            if entry.is_async:
-                value = await value
-            content, artifact = to_content(value)
-        except Exception as error:
-            if is_control_flow(error):
-                raise
-            return await self._ahandle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
-        return success(call.id, entry.name, content, artifact)
+        return await self._adispatch(call, policy, context, None, offload)
 
     def _dispatch(
         self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
@@ -415,24 +367,24 @@ class Dispatcher:
         if entry is None:
             resolved = self._sync_resolved(self._foreign_entry(call.name), policy)
             return self._handle(self._unknown_error(call), call, resolved, call.name, step)
-        # the hot path: a cached chain, a sync tool without timeout, called inline
-        resolved = (
-            entry.resolved
-            if policy is None and entry.version == _config._version and entry.resolved
-            else self._resolved(entry, policy)
-        )
-        if resolved.is_async or entry.is_async:
+        if policy is None and entry.version == _config._version:  # decided once per version
+            resolved, inline = entry.resolved, entry.inline  # type: ignore[assignment]
+        else:
+            resolved = self._resolved(entry, policy)
+            inline = _inline(entry, resolved)
+        if not inline:
             self._check_sync(entry, resolved)
+        breaker = resolved.breaker if step is not None else None
         counter: _Attempts | None = None
         try:
-            args, kwargs = entry.arguments.bind(call, context)
-            if step is not None:
-                step.check_breaker(entry.name, resolved.breaker)
+            args, kwargs = self._bind(entry, call, context)
+            if breaker is not None:
+                step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
-                if entry.is_async or resolved.timeout is not None:
-                    value = self._attempt(entry, args, kwargs, resolved)
-                else:
+                if inline:
                     value = entry.function(*args, **kwargs)
+                else:
+                    value = self._attempt(entry, args, kwargs, resolved)
             except Exception as first:
                 retry = resolved.retries
                 if retry is None or not retry.retryable(first):
@@ -452,11 +404,25 @@ class Dispatcher:
                 raise
             attempts = counter.count if counter is not None else 1
             return self._handle(error, call, resolved, entry.name, step, attempts)
-        if step is not None:
-            step.finished(entry.name, resolved.breaker, None)
+        if breaker is not None:
+            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if resolved.max_result_chars is None and resolved.return_direct is NEVER:
             return success(call.id, entry.name, content, artifact)
         return self._success(call, entry.name, content, artifact, resolved)
+
+    @staticmethod
+    def _bind(
+        entry: _Entry, call: ToolCall, context: Any
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The function's arguments; dict arguments of plain tools go straight to the
+        validator (the common case), everything else through ``Arguments.bind``."""
+        raw = call.arguments
+        if type(raw) is dict and entry.validate is not None:
+            try:
+                return (), entry.validate(raw)
+            except ValidationError as invalid:
+                raise entry.arguments.invalid(invalid) from None
+        return entry.arguments.bind(call, context)
 
     def _check_sync(self, entry: _Entry, resolved: Resolved) -> None:
         """The sync path cannot await: refuse async handlers, and a running loop."""
@@ -499,19 +465,32 @@ class Dispatcher:
         if entry is None:
             resolved = self._resolved(self._foreign_entry(call.name), policy)
             return await self._ahandle(self._unknown_error(call), call, resolved, call.name, step)
-        resolved = self._resolved(entry, policy)
-        counter = _Attempts()
+        if policy is None and entry.version == _config._version:
+            resolved = entry.resolved  # type: ignore[assignment]
+        else:
+            resolved = self._resolved(entry, policy)
+        # awaited (async tool) or called inline (sync tool) right here, unless it has
+        # a timeout or asks for the pool
+        direct = resolved.timeout is None and (entry.is_async or not offload)
+        breaker = resolved.breaker if step is not None else None
+        counter: _Attempts | None = None
         try:
-            args, kwargs = entry.arguments.bind(call, context)
-            if step is not None:
-                step.check_breaker(entry.name, resolved.breaker)
+            args, kwargs = self._bind(entry, call, context)
+            if breaker is not None:
+                step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
             try:
-                value = await attempt()
+                if direct:
+                    value = entry.function(*args, **kwargs)
+                    if entry.is_async:
+                        value = await value
+                else:
+                    value = await attempt()
             except Exception as first:
                 retry = resolved.retries
                 if retry is None or not retry.retryable(first):
                     raise
+                counter = _Attempts()
                 value = await retry_async(
                     retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
                 )
@@ -519,9 +498,12 @@ class Dispatcher:
         except Exception as error:
             if is_control_flow(error):
                 raise
-            return await self._ahandle(error, call, resolved, entry.name, step, counter.count)
-        if step is not None:
-            step.finished(entry.name, resolved.breaker, None)
+            attempts = counter.count if counter is not None else 1
+            return await self._ahandle(error, call, resolved, entry.name, step, attempts)
+        if breaker is not None:
+            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+        if resolved.max_result_chars is None and resolved.return_direct is NEVER:
+            return success(call.id, entry.name, content, artifact)
         return self._success(call, entry.name, content, artifact, resolved)
 
     async def _aattempt(
@@ -847,6 +829,11 @@ def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:
             error = future.exception()
             if isinstance(error, KeyboardInterrupt | SystemExit):
                 raise error
+
+
+def _inline(entry: _Entry, resolved: Resolved) -> bool:
+    """Whether the sync path may call the tool as it is, with no check or thread."""
+    return not entry.is_async and resolved.timeout is None and not resolved.is_async
 
 
 def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:

@@ -9,6 +9,7 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -67,7 +68,7 @@ class Session:
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
         self._tools: dict[str, _Tool] = {}
-        self._steps = 0
+        self._steps = itertools.count(1)
 
     # --- the dispatcher's API, one model step per call ---------------------------
 
@@ -106,9 +107,7 @@ class Session:
         emit("info", "session_reset", tool=tool)
 
     def _step(self) -> Step:
-        with self._lock:
-            self._steps += 1
-            return Step(self, self._steps)
+        return Step(self, next(self._steps))  # count's next() is atomic
 
 
 class Step:
@@ -125,6 +124,9 @@ class Step:
         if breaker is None:
             return
         session = self.session
+        known = session._tools.get(tool)
+        if known is None or known.opened_at is None:
+            return  # closed: no lock needed to read that
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
             if record.opened_at is None:
@@ -150,10 +152,14 @@ class Step:
         """
         if breaker is None or isinstance(error, _NEUTRAL):
             return
+        session = self.session
+        if error is None:
+            known = session._tools.get(tool)
+            if known is None or (not known.failures and known.opened_at is None):
+                return  # a healthy tool's success changes nothing: no lock
         counts = error is not None and (
             isinstance(error, ToolTimeout) or model_message(error, tool) is None
         )
-        session = self.session
         event: dict[str, Any] | None = None
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
