@@ -153,7 +153,7 @@ def _toolguard_setup(run: RunAsync) -> Namespace:
     import structlog.testing
     import wrapt
 
-    from toolguard import Dispatcher, ToolCall, ToolError, tool
+    from toolguard import Breaker, Dispatcher, Retry, ToolCall, ToolError, tool
 
     def add(a: int, b: int) -> int:
         """Add two integers."""
@@ -173,6 +173,9 @@ def _toolguard_setup(run: RunAsync) -> Namespace:
 
     tg_add = tool(add)
     dispatcher = Dispatcher([tg_add, tool(add_async), tool(boom), tool(refuse)])
+    # the same tool with resilience configured but unused on the success path
+    retrying = Dispatcher([tool(add, retries=Retry(attempts=3))])
+    session = Dispatcher([tool(add, breaker=Breaker())]).session()
 
     def call(name: str, arguments: Any) -> Any:
         return ToolCall(name=name, arguments=arguments, id="call-1")
@@ -188,6 +191,8 @@ def _toolguard_setup(run: RunAsync) -> Namespace:
         "wrapped_add": wrapt.FunctionWrapper(add, _passthrough),
         "tg_add": tg_add,
         "d": dispatcher,
+        "d_retry": retrying,
+        "session": session,
         "events": events,
         "ToolCall": ToolCall,
         "tg_args": ARGS,
@@ -220,6 +225,12 @@ TOOLGUARD = Suite(
         Bench(key="dispatch_dict", label="dispatch, dict arguments", stmt="d.dispatch(tg_dict)",
               check="d.dispatch(tg_dict).content == '3' "
                     "and events(lambda: d.dispatch(tg_dict)) == 0"),
+        Bench(key="dispatch_retry_unused", label="dispatch, retry policy configured (unused)",
+              stmt="d_retry.dispatch(tg_dict)", check="d_retry.dispatch(tg_dict).content == '3'",
+              note="issue 5: no more than dispatch, dict arguments"),
+        Bench(key="session_dispatch", label="session.dispatch, circuit breaker configured",
+              stmt="session.dispatch(tg_dict)", check="session.dispatch(tg_dict).content == '3'",
+              note="issue 5: at most 1 µs over dispatch, dict arguments"),
         Bench(key="dispatch_json", label="dispatch, JSON string arguments",
               stmt="d.dispatch(tg_json)", check="d.dispatch(tg_json).content == '3'"),
         Bench(key="adispatch_async", label="adispatch, async tool, dict arguments",
@@ -732,6 +743,13 @@ def evaluate_targets(rows: dict[str, Row]) -> list[dict[str, Any]]:
     def ratio(top: str, bottom: str) -> Callable[[bool], float | None]:
         return lambda cpu: _ratio(rows, top, bottom, cpu)
 
+    def extra(top: str, bottom: str) -> Callable[[bool], float | None]:
+        def get(cpu: bool) -> float | None:
+            high, low = _median(rows, top, cpu), _median(rows, bottom, cpu)
+            return None if high is None or low is None else high - low
+
+        return get
+
     def scaled(key: str, factor: float, wall_only: bool = False) -> Callable[[bool], float | None]:
         def get(cpu: bool) -> float | None:
             value = None if cpu and wall_only else _median(rows, key, cpu)
@@ -741,6 +759,10 @@ def evaluate_targets(rows: dict[str, Row]) -> list[dict[str, Any]]:
 
     specs: list[tuple[str, Callable[[bool], float | None], str, float]] = [
         ("dispatch, dict arguments (µs)", us("dispatch_dict"), "<=", 3.0),
+        ("unused retry policy / dispatch (issue 5)",
+         ratio("dispatch_retry_unused", "dispatch_dict"), "<=", 1.05),
+        ("session over dispatch, µs (issue 5)",
+         extra("session_dispatch", "dispatch_dict"), "<=", 1.0),
         ("LangChain invoke / dispatch", ratio("langchain_invoke", "dispatch_dict"), ">=", 50.0),
         ("Agents SDK async tool / dispatch", ratio("agents_async", "dispatch_dict"), ">=", 4.0),
         ("hidden failure, logged (µs)", us("dispatch_hidden_failure"), "<=", 15.0),

@@ -30,6 +30,8 @@ TOOLGUARD_CASES = (
     "tool_direct",
     "toolcall_construction",
     "dispatch_dict",
+    "dispatch_retry_unused",
+    "session_dispatch",
     "dispatch_json",
     "adispatch_async",
     "adispatch_async_json",
