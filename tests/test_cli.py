@@ -9,6 +9,7 @@ what to write instead.
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import re
 import subprocess
@@ -313,3 +314,15 @@ def test_serve_mcp_hands_the_target_to_the_mcp_server(capsys: pytest.CaptureFixt
     code, out, err = _run(capsys, "serve-mcp", "nope_nope_mcp:x")
     assert (code, out) == (2, "")
     assert err.startswith("error: no module named 'nope_nope_mcp'")
+
+
+def test_demo_piped_into_a_reader_that_leaves_early_exits_quietly() -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            if self.tell() > 200:  # the reader (`| head`) has gone
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    out = ClosedPipe()
+    assert main(["demo"], out=out) == 0
+    assert out.getvalue().startswith("toolguard demo:")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -323,6 +324,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except TargetError as error:
         sys.stderr.write(f"toolguard {args.command}: {error}\n")
         return USAGE
+    except BrokenPipeError:  # `toolguard demo | head`: the reader left; not an error
+        if out is None:  # our stdout: keep the interpreter's exit flush quiet too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return OK
     return result
 
 
