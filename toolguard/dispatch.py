@@ -81,6 +81,8 @@ class _Entry:
     # decided with `resolved`: the sync path calls the tool inline (a sync tool, no
     # timeout, no async handler), with no per-call check
     inline: bool = False
+    # ... and the result needs no truncation and no return_direct decision
+    plain_result: bool = False
     # the validator itself, for tools whose arguments are all the model's (no
     # injected or positional-only ones): dict arguments skip Arguments.bind
     validate: Callable[[Any], dict[str, Any]] | None = None
@@ -322,6 +324,9 @@ class Dispatcher:
             # readers check `version` first, then read the rest: set it last
             entry.resolved = resolved
             entry.inline = _inline(entry, resolved)
+            entry.plain_result = (
+                resolved.max_result_chars is None and resolved.return_direct is NEVER
+            )
             entry.version = version
 
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
@@ -368,16 +373,24 @@ class Dispatcher:
             resolved = self._sync_resolved(self._foreign_entry(call.name), policy)
             return self._handle(self._unknown_error(call), call, resolved, call.name, step)
         if policy is None and entry.version == _config._version:  # decided once per version
-            resolved, inline = entry.resolved, entry.inline  # type: ignore[assignment]
+            resolved, inline, plain = entry.resolved, entry.inline, entry.plain_result  # type: ignore[assignment]
         else:
             resolved = self._resolved(entry, policy)
-            inline = _inline(entry, resolved)
+            inline, plain = _inline(entry, resolved), False
         if not inline:
             self._check_sync(entry, resolved)
         breaker = resolved.breaker if step is not None else None
         counter: _Attempts | None = None
         try:
-            args, kwargs = self._bind(entry, call, context)
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:  # as _bind, inlined: hot
+                args = ()
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
             if breaker is not None:
                 step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
@@ -406,7 +419,7 @@ class Dispatcher:
             return self._handle(error, call, resolved, entry.name, step, attempts)
         if breaker is not None:
             step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
-        if resolved.max_result_chars is None and resolved.return_direct is NEVER:
+        if plain:
             return success(call.id, entry.name, content, artifact)
         return self._success(call, entry.name, content, artifact, resolved)
 
@@ -478,18 +491,18 @@ class Dispatcher:
             args, kwargs = self._bind(entry, call, context)
             if breaker is not None:
                 step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
-            attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
             try:
                 if direct:
                     value = entry.function(*args, **kwargs)
                     if entry.is_async:
                         value = await value
                 else:
-                    value = await attempt()
+                    value = await self._aattempt(entry, args, kwargs, resolved, offload)
             except Exception as first:
                 retry = resolved.retries
                 if retry is None or not retry.retryable(first):
                     raise
+                attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
                 counter = _Attempts()
                 value = await retry_async(
                     retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
