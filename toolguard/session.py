@@ -73,7 +73,7 @@ class Session:
     # --- the dispatcher's API, one model step per call ---------------------------
 
     def dispatch(self, call: ToolCall, *, policy: Any = None, context: Any = None) -> ToolResult:
-        return self.dispatcher._dispatch(call, policy, context, self._step())
+        return self.dispatcher._dispatch(call, policy, context, Step(self, next(self._steps)))
 
     async def adispatch(
         self, call: ToolCall, *, policy: Any = None, context: Any = None, offload: bool = False
@@ -150,13 +150,15 @@ class Step:
         Unmarked exceptions and timeouts count as failures; a model-visible error
         means the tool worked (it answered); neutral outcomes change nothing.
         """
-        if breaker is None or isinstance(error, _NEUTRAL):
+        if breaker is None:
             return
         session = self.session
         if error is None:
             known = session._tools.get(tool)
             if known is None or (not known.failures and known.opened_at is None):
                 return  # a healthy tool's success changes nothing: no lock
+        elif isinstance(error, _NEUTRAL):
+            return
         counts = error is not None and (
             isinstance(error, ToolTimeout) or model_message(error, tool) is None
         )
