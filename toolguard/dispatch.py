@@ -83,6 +83,9 @@ class _Entry:
     inline: bool = False
     # ... and the result needs no truncation and no return_direct decision
     plain_result: bool = False
+    # the config version for which dispatch() may take its specialised hot path
+    # (inline and a plain result), or -1
+    fast: int = -1
     # the validator itself, for tools whose arguments are all the model's (no
     # injected or positional-only ones): dict arguments skip Arguments.bind
     validate: Callable[[Any], dict[str, Any]] | None = None
@@ -327,6 +330,7 @@ class Dispatcher:
             entry.plain_result = (
                 resolved.max_result_chars is None and resolved.return_direct is NEVER
             )
+            entry.fast = version if entry.inline and entry.plain_result else -1
             entry.version = version
 
     def _sync_resolved(self, entry: _Entry, policy: ToolPolicy | None) -> Resolved:
@@ -347,7 +351,35 @@ class Dispatcher:
         """Run one call, synchronously, on this thread. Always returns a result,
         unless a handler fails the invocation (``ToolCallFailed``) or the failure is
         control flow."""
-        return self._dispatch(call, policy, context, None)
+        entry = self._entries.get(call.name)
+        if entry is None or policy is not None or entry.fast != _config._version:
+            return self._dispatch(call, policy, context, None)
+        # The hot path, specialised (a plain sync tool: no timeout, async handler,
+        # truncation or return_direct; decided once per config version). It does
+        # what _dispatch does for such a tool, with ~10% fewer instructions.
+        try:
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:
+                args: tuple[Any, ...] = ()
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
+            try:
+                value = entry.function(*args, **kwargs)
+            except Exception as first:
+                retry = entry.resolved.retries  # type: ignore[union-attr]
+                if retry is None or not retry.retryable(first):
+                    raise
+                return self._retrying(entry, call, args, kwargs, first)
+            content, artifact = to_content(value)
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            return self._handle(error, call, entry.resolved, entry.name, None)  # type: ignore[arg-type]
+        return success(call.id, entry.name, content, artifact)
 
     async def adispatch(
         self,
@@ -382,15 +414,7 @@ class Dispatcher:
         breaker = resolved.breaker if step is not None else None
         counter: _Attempts | None = None
         try:
-            raw = call.arguments
-            if type(raw) is dict and entry.validate is not None:  # as _bind, inlined: hot
-                args = ()
-                try:
-                    kwargs = entry.validate(raw)
-                except ValidationError as invalid:
-                    raise entry.arguments.invalid(invalid) from None
-            else:
-                args, kwargs = entry.arguments.bind(call, context)
+            args, kwargs = self._bind(entry, call, context)
             if breaker is not None:
                 step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
@@ -422,6 +446,34 @@ class Dispatcher:
         if plain:
             return success(call.id, entry.name, content, artifact)
         return self._success(call, entry.name, content, artifact, resolved)
+
+    def _retrying(
+        self,
+        entry: _Entry,
+        call: ToolCall,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        first: Exception,
+    ) -> ToolResult:
+        """The hot path's tool failed with a retryable error: retry, then answer."""
+        resolved: Resolved = entry.resolved  # type: ignore[assignment]
+        assert resolved.retries is not None
+        counter = _Attempts()
+        try:
+            value = retry_sync(
+                resolved.retries,
+                first,
+                functools.partial(self._attempt, entry, args, kwargs, resolved),
+                tool=entry.name,
+                call_id=call.id,
+                counter=counter,
+            )
+            content, artifact = to_content(value)
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            return self._handle(error, call, resolved, entry.name, None, counter.count)
+        return success(call.id, entry.name, content, artifact)
 
     @staticmethod
     def _bind(
