@@ -412,11 +412,19 @@ class Dispatcher:
         if not inline:
             self._check_sync(entry, resolved)
         breaker = resolved.breaker if step is not None else None
+        report = False
         counter: _Attempts | None = None
         try:
-            args, kwargs = self._bind(entry, call, context)
-            if breaker is not None:
-                step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:  # _bind, inlined (hot)
+                args: tuple[Any, ...] = ()
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
+            report = breaker is not None and step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
                 if inline:
                     value = entry.function(*args, **kwargs)
@@ -441,7 +449,7 @@ class Dispatcher:
                 raise
             attempts = counter.count if counter is not None else 1
             return self._handle(error, call, resolved, entry.name, step, attempts)
-        if breaker is not None:
+        if report:  # a success after failures: the breaker counts it
             step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if plain:
             return success(call.id, entry.name, content, artifact)
@@ -538,11 +546,11 @@ class Dispatcher:
         # a timeout or asks for the pool
         direct = resolved.timeout is None and (entry.is_async or not offload)
         breaker = resolved.breaker if step is not None else None
+        report = False
         counter: _Attempts | None = None
         try:
             args, kwargs = self._bind(entry, call, context)
-            if breaker is not None:
-                step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            report = breaker is not None and step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
                 if direct:
                     value = entry.function(*args, **kwargs)
@@ -565,7 +573,7 @@ class Dispatcher:
                 raise
             attempts = counter.count if counter is not None else 1
             return await self._ahandle(error, call, resolved, entry.name, step, attempts)
-        if breaker is not None:
+        if report:  # a success after failures: the breaker counts it
             step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if resolved.max_result_chars is None and resolved.return_direct is NEVER:
             return success(call.id, entry.name, content, artifact)

@@ -119,22 +119,28 @@ class Step:
         self.session = session
         self.number = number
 
-    def check_breaker(self, tool: str, breaker: Breaker | None) -> None:
-        """Raise :class:`ToolUnavailable` if the tool's breaker is open."""
+    def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
+        """Raise :class:`ToolUnavailable` if the tool's breaker is open.
+
+        Returns whether a success must be reported back (:meth:`finished`): not for
+        a tool this session has never seen fail, the common case.
+        """
         if breaker is None:
-            return
+            return False
         session = self.session
         known = session._tools.get(tool)
-        if known is None or known.opened_at is None:
-            return  # closed: no lock needed to read that
+        if known is None:
+            return False
+        if known.opened_at is None:
+            return bool(known.failures)  # closed: no lock needed to read that
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
             if record.opened_at is None:
-                return
+                return True
             waited = session._clock() - record.opened_at
             if waited >= breaker.cooldown and not record.trial:
                 record.trial = True  # half-open: this call is the one trial
-                return
+                return True
             retry_after = max(0.0, breaker.cooldown - waited)
         raise ToolUnavailable(
             f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
