@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import attrs
 import pytest
 
 from toolguard import (
@@ -244,3 +245,20 @@ def test_handler_names_read_like_the_code() -> None:
         "on(TimeoutError, 'Search timed out.') | fail_unless_visible"
     )
     assert ToolPolicy(on_error=send_exception_message).on_error is send_exception_message
+
+
+def test_the_context_a_handler_gets_is_a_complete_handler_context() -> None:
+    seen: list[HandlerContext] = []
+
+    def handler(error: Exception, context: HandlerContext) -> str:
+        seen.append(context)
+        return "x"
+
+    _dispatch("unmarked", handler)
+    [context] = seen
+    assert context == HandlerContext(
+        call=ToolCall(name="t", id="c1"), tool="t", error_id=context.error_id, level="tool"
+    )
+    assert context.__dict__.keys() == {f.name for f in attrs.fields(HandlerContext)}
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        context.tool = "u"  # type: ignore[misc]

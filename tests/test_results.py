@@ -115,3 +115,14 @@ def test_the_fast_success_constructor_builds_the_same_result() -> None:
     assert names == {*_SUCCESS_DEFAULTS, "call_id", "name", "content", "artifact"}
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         fast.content = "4"  # type: ignore[misc]
+
+
+def test_the_fast_error_constructor_builds_the_same_result() -> None:
+    from toolguard.results import error_result
+
+    fast = error_result("c1", "t", "oops", return_direct=False, error_id="ab", error_kind="hidden")
+    built = ToolResult(
+        call_id="c1", name="t", content="oops", is_error=True, error_id="ab", error_kind="hidden"
+    )
+    assert fast == built
+    assert fast.__dict__.keys() == built.__dict__.keys()

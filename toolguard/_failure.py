@@ -34,10 +34,21 @@ from toolguard.errors import (
 )
 from toolguard.handlers import Handler, HandlerContext, fail
 from toolguard.policy import BUILTIN_MESSAGE, NEVER, Resolved, Setting
-from toolguard.results import Content, ErrorKind, Image, Round, Text, ToolCall, ToolResult
+from toolguard.results import (
+    Content,
+    ErrorKind,
+    Image,
+    Round,
+    Text,
+    ToolCall,
+    ToolResult,
+    error_result,
+)
 
 if TYPE_CHECKING:
     from toolguard.session import Step
+
+_new = object.__new__
 
 TRUNCATED: Final = (
     "\n[toolguard: output truncated: showing the first {shown} of {total} characters]"
@@ -89,16 +100,21 @@ class Failure:
 
     def context(self, setting: Setting) -> HandlerContext:
         """What the handler at ``setting`` is told about this failure."""
-        return HandlerContext(
+        # HandlerContext(call=..., ...) without attrs' per-field frozen setters
+        context: HandlerContext = _new(HandlerContext)
+        context.__dict__.update(
             call=self.call,
             tool=self.name,
             error_id=self.error_id,
             level=setting.level,
             model_message=self.message,
         )
+        return context
 
-    def _fields(self, handler: Handler, context: HandlerContext) -> dict[str, Any]:
+    def _fields(self, handler: Handler, context: HandlerContext, error_id: str) -> dict[str, Any]:
+        """The event's fields, built once and handed to the logger as they are."""
         fields = {
+            "error_id": error_id,
             "tool": self.name,
             "call_id": self.call.id,
             "answered_by": context.level,
@@ -120,14 +136,12 @@ class Failure:
             emit(
                 self.resolved.log_level,
                 EVENT_HIDDEN,
-                error_id=self.error_id,
-                **self._fields(handler, context),
+                self._fields(handler, context, self.error_id),
             )
-        result = ToolResult(
-            call_id=self.call.id,
-            name=self.name,
-            content=content,
-            is_error=True,
+        result = error_result(
+            self.call.id,
+            self.name,
+            content,
             return_direct=self.stop,
             error_id=self.error_id if hidden else None,
             error_kind=_kind(self.error, self.message),
@@ -142,17 +156,13 @@ class Failure:
         if isinstance(raised, ToolCallFailed):
             if raised.__cause__ is None:
                 raised.__cause__ = self.error
-            emit("error", EVENT_FAILED, error_id=raised.error_id, **self._fields(handler, context))
+            emit("error", EVENT_FAILED, self._fields(handler, context, raised.error_id))
             return
         if is_control_flow(raised):
             return
-        emit(
-            "error",
-            EVENT_HANDLER_RAISED,
-            error_id=self.error_id,
-            handler_error=type(raised).__name__,
-            **self._fields(handler, context),
-        )
+        fields = self._fields(handler, context, self.error_id)
+        fields["handler_error"] = type(raised).__name__
+        emit("error", EVENT_HANDLER_RAISED, fields)
         if raised.__cause__ is None and raised.__context__ is None:
             raised.__context__ = self.error
 

@@ -115,8 +115,15 @@ def arguments_for_log(arguments: Any, keys: tuple[str, ...]) -> Any:
     return f"[{type(arguments).__name__}]"
 
 
-def emit(log_level: str, event: str, /, **fields: Any) -> None:
-    """Log one event at ``log_level``; a failing logging pipeline never breaks a call."""
+def emit(log_level: str, event: str, fields: dict[str, Any] | None = None, /, **more: Any) -> None:
+    """Log one event at ``log_level``; a failing logging pipeline never breaks a call.
+
+    ``fields`` is a ready dict (the failure path builds one); ``more`` are keywords.
+    """
+    if fields is None:
+        fields = more
+    elif more:
+        fields = {**fields, **more}
     try:
         getattr(logger(), log_level)(event, **fields)
     except Exception:

@@ -42,7 +42,7 @@ __all__ = [
 Answer: TypeAlias = Content | None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)  # unslotted: built fast on the failure path
 class HandlerContext:
     """What a handler knows about the failure it is asked about.
 

@@ -130,6 +130,30 @@ _SUCCESS_DEFAULTS: Final = {
 _new = object.__new__
 
 
+def error_result(
+    call_id: str | None,
+    name: str,
+    content: Content,
+    *,
+    return_direct: bool,
+    error_id: str | None,
+    error_kind: ErrorKind,
+) -> ToolResult:
+    """An error result, built like :func:`success` (a test pins that it is identical)."""
+    result: ToolResult = _new(ToolResult)
+    result.__dict__.update(
+        call_id=call_id,
+        name=name,
+        content=content,
+        is_error=True,
+        return_direct=return_direct,
+        error_id=error_id,
+        artifact=None,
+        error_kind=error_kind,
+    )
+    return result
+
+
 def success(call_id: str | None, name: str, content: Content, artifact: Any) -> ToolResult:
     """``ToolResult(call_id=..., name=..., content=..., artifact=...)``, built faster.
 
