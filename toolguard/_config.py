@@ -24,8 +24,10 @@ _version = 0
 def configure(**options: Any) -> None:
     """Set global defaults; only the options given change.
 
-    Accepts the :class:`~toolguard.ToolPolicy` fields (``on_error``,
-    ``return_direct``, ``log_level``, ``redact``). Pass ``UNSET`` to clear one.
+    Accepts the :class:`~toolguard.ToolPolicy` fields
+    (``on_error``, ``return_direct``, ``log_level``, ``redact``, ``max_result_chars``,
+    ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
+    ``model_retries_exhausted``). Pass ``UNSET`` to clear one.
     """
     global _policy, _version
     changes = policy_from_options(options, where="configure()")
@@ -51,8 +53,3 @@ def snapshot() -> tuple[int, ToolPolicy]:
     """The version and the global policy, read together."""
     with _lock:
         return _version, _policy
-
-
-def version() -> int:
-    """A counter bumped by every change; caches compare it to stay fresh."""
-    return _version

@@ -273,7 +273,9 @@ def tool(
 
     Options are the :class:`~toolguard.ToolPolicy` fields: ``on_error`` (a handler,
     a fixed message or a callable), ``return_direct`` (``False``, ``True``,
-    ``"always"`` or a predicate on the result), ``log_level``, ``redact``. A bad
+    ``"always"`` or a predicate on the result), ``log_level``, ``redact``,
+    ``max_result_chars``, ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
+    ``model_retries_exhausted`` (see :class:`~toolguard.ToolPolicy`). A bad
     option fails here, at import time, naming the tool and what is allowed.
     ``check_docstring=False`` accepts a docstring with a malformed section or an
     argument the signature lacks (checked by default). ``strict=True`` asks for a

@@ -16,6 +16,14 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
     the original failure, which the raised exception carries as ``__context__``.
 ``blank_model_message``
     A model-visible exception gave a blank message; it was treated as hidden.
+``model_message_failed``
+    A model-visible exception's ``message_for_model()`` raised; treated as hidden.
+``tool_retry``
+    A retryable failure, at DEBUG, before the next attempt (``attempt``, ``wait``).
+``breaker_opened`` / ``breaker_closed``
+    A session's circuit breaker for a tool changed state (WARNING / INFO).
+``session_reset``
+    A session forgot its budgets and breakers (INFO).
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ class Dispatcher:
             for key, policy in agent_policy.overrides.items():
                 where = f'tools."{key}"' if agent_policy.source else f"overrides[{key!r}]"
                 layer = Layer("override", policy, f"{prefix}{where}")
-                if _GLOB_CHARS.search(key):
+                if is_glob(key):
                     problem = glob_problem(key)
                     if problem:
                         raise ToolDefinitionError(
@@ -864,6 +864,11 @@ class Dispatcher:
 
     def __repr__(self) -> str:
         return f"Dispatcher(tools=[{', '.join(self._entries)}])"
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether an override key is a glob (``*``, ``?`` or ``[``) rather than a name."""
+    return _GLOB_CHARS.search(pattern) is not None
 
 
 def glob_problem(pattern: str) -> str | None:

@@ -42,7 +42,7 @@ import attrs
 
 from toolguard._suggest import did_you_mean
 from toolguard._toml_lines import KeyLines, KeyPath, format_path
-from toolguard.dispatch import glob_problem
+from toolguard.dispatch import glob_problem, is_glob
 from toolguard.handlers import (
     Handler,
     as_handler,
@@ -63,7 +63,6 @@ VERSION: Final = 1
 T = TypeVar("T")
 
 _NAME_CHARS: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_GLOB_CHARS: Final = re.compile(r"[*?\[]")
 _IMPORT_PATH: Final = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _DOTTED: Final = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_]\w*)\}")
@@ -684,7 +683,7 @@ def _tool_name_problem(name: str) -> str | None:
     """Why ``name`` can match no tool, or ``None`` when it is a name or a usable glob."""
     if not name:
         return "a tool name cannot be empty"
-    if not _GLOB_CHARS.search(name):
+    if not is_glob(name):
         if _NAME_CHARS.fullmatch(name):
             return None
         return (

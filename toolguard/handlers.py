@@ -19,7 +19,7 @@ are interpreted.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 import attrs
@@ -111,9 +111,6 @@ class Chain(Handler):
 
     def members(self) -> tuple[Handler, ...]:
         return self._handlers
-
-    def __iter__(self) -> Iterator[Handler]:
-        return iter(self._handlers)
 
     def __call__(self, error: Exception, context: HandlerContext) -> Answer:
         for handler in self._handlers:
