@@ -150,8 +150,10 @@ def _passthrough(
 
 
 def _toolguard_setup(run: RunAsync) -> Namespace:
+    import pydantic
     import structlog.testing
     import wrapt
+    from typing_extensions import TypedDict
 
     from toolguard import Breaker, Dispatcher, Retry, ToolCall, ToolError, tool
 
@@ -171,6 +173,21 @@ def _toolguard_setup(run: RunAsync) -> Namespace:
         """Add two integers (refuses)."""
         raise ToolError("There is no order 42. Ask the user to check the number.")
 
+    class AddArguments(TypedDict):
+        a: int
+        b: int
+
+    validate = pydantic.TypeAdapter(AddArguments).validator.validate_python
+
+    def floor(call: Any) -> Any:
+        """What any guard must do at least: a prebuilt validator, the call, a try."""
+        try:
+            kwargs = validate(call.arguments)
+            value = add(**kwargs)
+        except Exception as error:
+            return error
+        return value
+
     tg_add = tool(add)
     dispatcher = Dispatcher([tg_add, tool(add_async), tool(boom), tool(refuse)])
     # the same tool with resilience configured but unused on the success path
@@ -188,6 +205,7 @@ def _toolguard_setup(run: RunAsync) -> Namespace:
 
     return {
         "add": add,
+        "floor": floor,
         "wrapped_add": wrapt.FunctionWrapper(add, _passthrough),
         "tg_add": tg_add,
         "d": dispatcher,
@@ -222,6 +240,9 @@ TOOLGUARD = Suite(
         Bench(key="toolcall_construction", label="ToolCall(...) construction",
               stmt="ToolCall(name='add', arguments=tg_args, id='call-1')",
               note="the input of every dispatch; not in the rows below"),
+        Bench(key="floor", label="floor: prebuilt validator + call + try/except",
+              stmt="floor(tg_dict)", check="floor(tg_dict) == 3",
+              note="the least any guard does; the success path's yardstick"),
         Bench(key="dispatch_dict", label="dispatch, dict arguments", stmt="d.dispatch(tg_dict)",
               check="d.dispatch(tg_dict).content == '3' "
                     "and events(lambda: d.dispatch(tg_dict)) == 0"),
@@ -759,6 +780,7 @@ def evaluate_targets(rows: dict[str, Row]) -> list[dict[str, Any]]:
 
     specs: list[tuple[str, Callable[[bool], float | None], str, float]] = [
         ("dispatch, dict arguments (µs)", us("dispatch_dict"), "<=", 3.0),
+        ("dispatch / floor (issue 11)", ratio("dispatch_dict", "floor"), "<=", 1.7),
         ("unused retry policy / dispatch (issue 5)",
          ratio("dispatch_retry_unused", "dispatch_dict"), "<=", 1.05),
         ("session over dispatch, µs (issue 5)",
@@ -929,6 +951,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few seconds, for CI")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write a md table")
+    parser.add_argument(
+        "--toolguard-only", action="store_true", help="only toolguard's own cases (no peers)"
+    )
     options = parser.parse_args(argv)
     mode = QUICK if options.quick else FULL
 
@@ -939,7 +964,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     configure_process()
-    suites = (TOOLGUARD, ROUNDS, *peer_suites())
+    suites = (TOOLGUARD, ROUNDS) if options.toolguard_only else (TOOLGUARD, ROUNDS, *peer_suites())
     echo(f"toolguard benchmarks, {mode.name} mode")
     with ThreadPoolExecutor(max_workers=1) as background:
         imports = background.submit(measure_imports, mode, echo)
