@@ -46,16 +46,16 @@ from toolguard import (
     ToolResult,
     tool,
 )
-from toolguard._toml_lines import KeyLines, format_path
-from toolguard.files import (
+from toolguard._files import (
     KEYS,
     PolicyFileError,
     Problem,
     load_policy,
     presets,
 )
+from toolguard._precedence import BUILTIN, BUILTIN_MESSAGE
+from toolguard._toml_lines import KeyLines, format_path
 from toolguard.handlers import HandlerContext
-from toolguard.policy import BUILTIN, BUILTIN_MESSAGE
 
 ROOT = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "policy_corpus"
@@ -230,7 +230,7 @@ def test_the_default_presets_commented_values_are_the_builtin_ones(tmp_path: Pat
             assert getattr(defaults, field.name) == getattr(BUILTIN, field.name), field.name
     assert defaults.on_error.message == BUILTIN_MESSAGE  # type: ignore[union-attr]
     assert (policy.return_direct_mode, policy.max_workers) == ("any", 32)
-    assert Dispatcher([lookup])._max_workers == 32
+    assert Dispatcher([lookup]).explain("lookup")["max_workers"] == Setting(32, "builtin")
 
 
 # --- the format, key by key -----------------------------------------------------------
@@ -477,7 +477,7 @@ _VALUES = (
     "send_exception_message", "fail", "fail_unless_visible", "generic_unless_visible",
     "always", "any", "all", "unlimited", "debug", "WARNING", "message", "stop",
     "TimeoutError", "KeyboardInterrupt", "os.path", "json.JSONDecodeError", "Boom",
-    "toolguard.errors.ToolError", "toolguard.handlers:fail", "toolguard.policy:LEVELS",
+    "toolguard.errors.ToolError", "toolguard.handlers:fail", "toolguard._precedence:LEVELS",
     "tests.test_files:custom_handler", "tests.test_files:stops", "nope_nope:x",
     "{error_id} {tool} {errorid}", "   ", "search_[",
 )  # fmt: skip
@@ -797,7 +797,7 @@ def test_a_built_wheel_loads_every_preset_by_name(tmp_path: Path) -> None:
     wheels, venv = tmp_path / "wheels", tmp_path / "venv"
     pip = (sys.executable, "-m", "pip")
     _run(*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", wheels, ROOT)
-    [wheel] = wheels.glob("toolguard-*.whl")
+    [wheel] = wheels.glob("toolguard_agents-*.whl")
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
     _run(*pip, "--python", python, "install", "--no-deps", "--no-index", "-q", wheel)
@@ -806,7 +806,7 @@ def test_a_built_wheel_loads_every_preset_by_name(tmp_path: Path) -> None:
     deps = Path(site.stdout.strip(), "_toolguard_test_deps.pth")
     deps.write_text(sysconfig.get_paths()["purelib"] + "\n")
     script = (
-        "import json, toolguard, toolguard.files as f\n"
+        "import json, toolguard, toolguard._files as f\n"
         "sources = {n: f.load_policy(n).source for n in " + repr(PRESETS) + "}\n"
         "print(json.dumps({'package': toolguard.__file__, 'sources': sources}))\n"
     )

@@ -17,9 +17,9 @@ from toolguard import (
     ToolPolicy,
     tool,
 )
+from toolguard._handlers import as_handler
 from toolguard.handlers import (
     Handler,
-    as_handler,
     fail,
     fail_unless_visible,
     generic_unless_visible,

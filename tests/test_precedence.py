@@ -15,8 +15,9 @@ import pytest
 
 import toolguard
 from toolguard import Dispatcher, Setting, ToolCall, ToolPolicy, tool
+from toolguard._policy import UNSET
+from toolguard._precedence import LEVELS
 from toolguard.handlers import on
-from toolguard.policy import LEVELS, UNSET
 
 SETTABLE = ("call", "override", "tool", "agent", "global")
 PAIRS = [(hi, lo) for hi, lo in itertools.combinations(LEVELS, 2)]

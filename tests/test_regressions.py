@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import toolguard.dispatch as dispatch_module
+import toolguard._pools as pools_module
 from toolguard import Dispatcher, ToolCall, tool
 
 
@@ -187,7 +187,7 @@ def test_concurrent_first_rounds_share_one_pool_and_close_leaves_no_thread(monke
             time.sleep(0.05)  # widens the check-then-set window in Dispatcher._pool()
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(dispatch_module, "ThreadPoolExecutor", SlowStart)
+    monkeypatch.setattr(pools_module, "ThreadPoolExecutor", SlowStart)
 
     @tool
     def ok(n: int) -> int:

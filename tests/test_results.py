@@ -15,8 +15,8 @@ import pydantic
 import pytest
 
 from toolguard import Image, Output, Text, ToolCall, ToolResult
+from toolguard._content import to_content
 from toolguard.errors import ResultNotSerializable
-from toolguard.results import to_content
 
 
 class Color(enum.Enum):
@@ -104,7 +104,7 @@ def test_result_text_joins_blocks() -> None:
 
 
 def test_the_fast_success_constructor_builds_the_same_result() -> None:
-    from toolguard.results import _SUCCESS_DEFAULTS, success
+    from toolguard._values import _SUCCESS_DEFAULTS, success
 
     fast = success("c1", "add", "3", {"rows": 1})
     assert fast == ToolResult(call_id="c1", name="add", content="3", artifact={"rows": 1})
@@ -118,7 +118,7 @@ def test_the_fast_success_constructor_builds_the_same_result() -> None:
 
 
 def test_the_fast_error_constructor_builds_the_same_result() -> None:
-    from toolguard.results import error_result
+    from toolguard._values import error_result
 
     fast = error_result("c1", "t", "oops", return_direct=False, error_id="ab", error_kind="hidden")
     built = ToolResult(

@@ -4,11 +4,20 @@ For every tool an agent calls, toolguard decides what the model is told, what is
 hidden and logged (once, with an error id), and whether the agent loop stops.
 """
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from toolguard._config import configure, get_config, reset_defaults
 from toolguard._decorator import BoundTool, Tool, tool
-from toolguard.dispatch import Dispatcher
+from toolguard._dispatcher import Dispatcher
+from toolguard._handlers import HandlerContext
+from toolguard._policy import UNSET, AgentPolicy, ReturnDirect, ToolPolicy
+from toolguard._precedence import Setting
+from toolguard._resilience import Breaker, Retry
+from toolguard._schema import Injected, InjectedCallId
+from toolguard._session import Session
+from toolguard._steps import ToolState
+from toolguard._values import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.errors import (
     ControlFlow,
     InvalidArguments,
@@ -23,12 +32,11 @@ from toolguard.errors import (
     VisibleToModel,
     register_control_flow,
 )
-from toolguard.handlers import HandlerContext
-from toolguard.policy import UNSET, AgentPolicy, ReturnDirect, Setting, ToolPolicy
-from toolguard.resilience import Breaker, Retry
-from toolguard.results import Image, Output, Round, Text, ToolCall, ToolResult
-from toolguard.schema import Injected, InjectedCallId
-from toolguard.session import Session, ToolState
+
+try:
+    __version__ = version("toolguard-agents")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "UNSET",
@@ -64,6 +72,7 @@ __all__ = [
     "ToolUnavailable",
     "UnknownTool",
     "VisibleToModel",
+    "__version__",
     "configure",
     "get_config",
     "load_policy",
@@ -73,13 +82,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from toolguard.files import PolicyFileError, load_policy
+    from toolguard._files import PolicyFileError, load_policy
 
 
 def __getattr__(name: str) -> Any:
     # Policy files are read at start-up, if at all: their module loads on first use.
     if name in ("PolicyFileError", "load_policy"):
-        from toolguard import files
+        from toolguard import _files
 
-        return getattr(files, name)
+        return getattr(_files, name)
     raise AttributeError(f"module 'toolguard' has no attribute {name!r}")

@@ -1,18 +1,19 @@
 """Global defaults (the "global" precedence level), read at call time.
 
 Like ``structlog.configure()``: tools decorated at import time honour a later
-``configure()``. Dispatchers cache their resolved chains and check :func:`version`
-on each call, so a change takes effect on the next call, not per call work.
+``configure()``. Each change bumps ``_version``; dispatchers cache a tool's resolved
+chain with the version it was resolved under and compare it on each call, so a
+change takes effect on the next call without per-call work.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import attrs
+from typing_extensions import Unpack
 
-from toolguard.policy import ToolPolicy, policy_from_options
+from toolguard._policy import PolicyOptions, ToolPolicy, policy_from_options
 
 __all__ = ["configure", "get_config", "reset_defaults"]
 
@@ -21,7 +22,7 @@ _policy = ToolPolicy()
 _version = 0
 
 
-def configure(**options: Any) -> None:
+def configure(**options: Unpack[PolicyOptions]) -> None:
     """Set global defaults; only the options given change.
 
     Accepts the :class:`~toolguard.ToolPolicy` fields
@@ -30,7 +31,7 @@ def configure(**options: Any) -> None:
     ``model_retries_exhausted``). Pass ``UNSET`` to clear one.
     """
     global _policy, _version
-    changes = policy_from_options(options, where="configure()")
+    changes = policy_from_options(options, where="configure()")  # unknown keys refused
     with _lock:
         _policy = attrs.evolve(_policy, **{name: getattr(changes, name) for name in options})
         _version += 1

@@ -14,21 +14,22 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar, overload
 
 import attrs
 import wrapt
+from typing_extensions import Unpack
 
+from toolguard._guard import Guard
+from toolguard._policy import PolicyOptions, ToolPolicy, policy_from_options
+from toolguard._pools import Pools
+from toolguard._runner import Runner
+from toolguard._schema import Arguments, build_arguments, describe
+from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
-from toolguard.policy import ToolPolicy, policy_from_options
-from toolguard.schema import Arguments, build_arguments, describe
 
-if TYPE_CHECKING:
-    from toolguard.dispatch import Dispatcher
-    from toolguard.results import ToolCall, ToolResult
-
-__all__ = ["BoundTool", "Tool", "ToolSpec", "tool"]
+__all__ = ["AnyTool", "BoundTool", "Tool", "ToolSpec", "runner_for", "tool", "tool_table"]
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -86,27 +87,23 @@ class _ToolAPI:
     def spec(self) -> ToolSpec:
         return self._self_spec
 
-    def _dispatcher(self) -> Dispatcher:
-        """A one-tool dispatcher: the tool's policy over the global defaults."""
-        from toolguard.dispatch import Dispatcher
-
-        return Dispatcher([self])  # type: ignore[list-item]
+    def _runner(self) -> Runner:
+        """A one-tool runner: the tool's policy over the global defaults."""
+        return runner_for(tool_table([self]), Guard((), {self.name: self.policy}), 32)  # type: ignore[list-item]
 
     def invoke(
         self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
     ) -> ToolResult:
         """One guarded call under the global defaults (no agent level)."""
-        return self._dispatcher().dispatch(self._as_call(arguments), context=context)
+        return self._runner().dispatch(self._as_call(arguments), None, context, None)
 
     async def ainvoke(
         self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
     ) -> ToolResult:
         """Async :meth:`invoke`."""
-        return await self._dispatcher().adispatch(self._as_call(arguments), context=context)
+        return await self._runner().adispatch(self._as_call(arguments), None, context, None, False)
 
     def _as_call(self, arguments: ToolCall | dict[str, Any] | str | None) -> ToolCall:
-        from toolguard.results import ToolCall
-
         if isinstance(arguments, ToolCall):
             return arguments
         return ToolCall(name=self.name, arguments=arguments)
@@ -129,11 +126,11 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
         """Pickle by reference, like a function: ``module.qualname``."""
         return str(self.__qualname__)
 
-    def _dispatcher(self) -> Dispatcher:
-        cached: Dispatcher | None = getattr(self, "_self_dispatcher", None)
+    def _runner(self) -> Runner:
+        cached: Runner | None = getattr(self, "_self_runner", None)
         if cached is None:
-            cached = super()._dispatcher()
-            self._self_dispatcher = cached
+            cached = super()._runner()
+            self._self_runner = cached
         return cached
 
     if TYPE_CHECKING:
@@ -192,7 +189,7 @@ def _build(
     description: str | None,
     check_docstring: bool,
     strict: bool,
-    options: dict[str, Any],
+    options: Mapping[str, Any],
 ) -> Tool[Any, Any]:
     target = function
     skip_first = False
@@ -255,7 +252,7 @@ def tool(
     description: str | None = None,
     check_docstring: bool = True,
     strict: bool = False,
-    **options: Any,
+    **options: Unpack[PolicyOptions],
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -267,7 +264,7 @@ def tool(
     description: str | None = None,
     check_docstring: bool = True,
     strict: bool = False,
-    **options: Any,
+    **options: Unpack[PolicyOptions],
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
 
@@ -303,3 +300,42 @@ def tool(
         )
 
     return decorate
+
+
+AnyTool: TypeAlias = "Tool[..., Any] | BoundTool[..., Any]"
+
+
+def tool_table(candidates: Iterable[Callable[..., Any]]) -> dict[str, AnyTool]:
+    """An agent's tools by name: ``@tool`` functions, bound tools, plain functions
+    (decorated here). An unbound instance method or a repeated name is refused."""
+    table: dict[str, AnyTool] = {}
+    for candidate in candidates:
+        if not isinstance(candidate, Tool | BoundTool):
+            if not callable(candidate):
+                raise ToolDefinitionError(f"Dispatcher takes tools or functions, got {candidate!r}")
+            candidate = tool(candidate)
+        spec = candidate.spec
+        if (
+            spec.is_method
+            and candidate._self_binding == "function"
+            and (not isinstance(candidate, BoundTool) or candidate._self_instance is None)
+        ):
+            raise ToolDefinitionError(
+                f"tool {spec.name!r} is an instance method; pass it bound to an instance "
+                f"(Dispatcher([obj.{candidate.__name__}]))"
+            )
+        if spec.name in table:
+            raise ToolDefinitionError(
+                f"two tools are named {spec.name!r}; tool names must be unique"
+            )
+        table[spec.name] = candidate
+    return table
+
+
+def runner_for(table: Mapping[str, AnyTool], guard: Guard, max_workers: int) -> Runner:
+    """A runner of these tools, answering through ``guard``, with its own pools."""
+    return Runner(
+        guard,
+        [(name, t.__wrapped__, t.spec.arguments, t.spec.is_async) for name, t in table.items()],
+        Pools(max_workers),
+    )

@@ -16,8 +16,8 @@ from typing import Any, Final, TextIO
 import structlog
 
 from toolguard import Dispatcher, Setting, ToolCall, ToolError, ToolResult, tool
-from toolguard.files import load_policy
-from toolguard.results import Round
+from toolguard._files import load_policy
+from toolguard._values import Round
 
 ORDERS = {42: "shipped", 7: "processing"}
 

@@ -1,17 +1,18 @@
-"""One failure on its way through the handler chain, and the round it ends up in.
+"""One failure on its way through the handler chain: its error id, visible message,
+the context each handler is given, the one log event, and the result.
 
-Shared by the sync and async paths of the dispatcher: they differ only in how a
-handler is called (``handler(...)`` or ``await handler.acall(...)``).
+Shared by the guard's sync and async chains: they differ only in how a handler is
+called (``handler(...)`` or ``await handler.acall(...)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 
+from toolguard._content import truncate
+from toolguard._handlers import Handler, HandlerContext, fail
 from toolguard._logging import (
     EVENT_FAILED,
     EVENT_HANDLER_RAISED,
@@ -20,6 +21,11 @@ from toolguard._logging import (
     emit,
     new_error_id,
 )
+from toolguard._marks import has_hidden_cause, is_control_flow, model_message
+from toolguard._policy import NEVER
+from toolguard._precedence import Resolved, Setting
+from toolguard._steps import Step
+from toolguard._values import Content, ErrorKind, ToolCall, ToolResult, error_result
 from toolguard.errors import (
     InvalidArguments,
     ModelRetriesExhausted,
@@ -28,31 +34,11 @@ from toolguard.errors import (
     ToolTimeout,
     ToolUnavailable,
     UnknownTool,
-    has_hidden_cause,
-    is_control_flow,
-    model_message,
-)
-from toolguard.handlers import Handler, HandlerContext, fail
-from toolguard.policy import BUILTIN_MESSAGE, NEVER, Resolved, Setting
-from toolguard.results import (
-    Content,
-    ErrorKind,
-    Image,
-    Round,
-    Text,
-    ToolCall,
-    ToolResult,
-    error_result,
 )
 
-if TYPE_CHECKING:
-    from toolguard.session import Step
+__all__ = ["Failure"]
 
 _new = object.__new__
-
-TRUNCATED: Final = (
-    "\n[toolguard: output truncated: showing the first {shown} of {total} characters]"
-)
 
 
 class Failure:
@@ -186,93 +172,3 @@ def _kind(error: Exception, message: str | None) -> ErrorKind:
         if isinstance(error, error_type):
             return kind
     return "hidden" if message is None else "visible"
-
-
-def checked(answer: Any, handler: Handler) -> Content:
-    """A handler's answer as content, or a clear ``TypeError`` naming the handler."""
-    if isinstance(answer, str):
-        return answer
-    if (
-        isinstance(answer, list | tuple)
-        and answer
-        and all(isinstance(block, Text | Image) for block in answer)
-    ):
-        return tuple(answer)
-    raise TypeError(
-        f"handler {handler.name} answered {type(answer).__name__}; a handler answers "
-        "with a str, content blocks, or None (not mine)"
-    )
-
-
-def truncate(content: Content, limit: int) -> Content:
-    """Cut text longer than ``limit`` characters, telling the model it was cut."""
-    if isinstance(content, str):
-        if len(content) <= limit:
-            return content
-        return content[:limit] + TRUNCATED.format(shown=limit, total=len(content))
-    return tuple(
-        Text(text=str(truncate(block.text, limit)))
-        if isinstance(block, Text) and len(block.text) > limit
-        else block
-        for block in content
-    )
-
-
-# --- rounds ---------------------------------------------------------------------------
-
-
-def outcome_of(future: Future[ToolResult]) -> ToolResult | BaseException:
-    """A round call's result or the exception it propagated (interrupts re-raised)."""
-    try:
-        return future.result()
-    except ToolCallFailed as failed:
-        return failed
-    except BaseException as error:
-        if isinstance(error, KeyboardInterrupt | SystemExit):
-            raise
-        return error
-
-
-def assemble_round(
-    calls: Sequence[ToolCall],
-    outcomes: Sequence[ToolResult | BaseException],
-    mode: str,
-) -> Round:
-    """Assemble a round; then raise the first propagating failure, if any.
-
-    A ``ToolCallFailed`` carries the whole round (its own call answered with the
-    built-in generic message), so the conversation can still be answered.
-    """
-    results: list[ToolResult] = []
-    first: BaseException | None = None
-    for call, outcome in zip(calls, outcomes, strict=True):
-        if isinstance(outcome, ToolResult):
-            results.append(outcome)
-            continue
-        if first is None:
-            first = outcome
-        if isinstance(outcome, ToolCallFailed):
-            text = BUILTIN_MESSAGE.replace("{tool}", outcome.tool).replace(
-                "{error_id}", outcome.error_id
-            )
-            results.append(
-                ToolResult(
-                    call_id=call.id,
-                    name=call.name,
-                    content=text,
-                    is_error=True,
-                    error_id=outcome.error_id,
-                    error_kind="hidden",
-                )
-            )
-        else:
-            results.append(ToolResult(call_id=call.id, name=call.name, content="", is_error=True))
-    stops = [result.return_direct for result in results]
-    stop = bool(stops) and (all(stops) if mode == "all" else any(stops))
-    final = next((r for r in results if r.return_direct), None) if stop else None
-    round_ = Round(results=tuple(results), stop=stop, final=final)
-    if first is not None:
-        if isinstance(first, ToolCallFailed):
-            first.round = round_
-        raise first
-    return round_

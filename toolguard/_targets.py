@@ -16,8 +16,8 @@ import sys
 from typing import Any, Final
 
 from toolguard._decorator import BoundTool, Tool
+from toolguard._dispatcher import Dispatcher
 from toolguard._suggest import did_you_mean
-from toolguard.dispatch import Dispatcher
 from toolguard.errors import ToolDefinitionError
 
 __all__ = ["TargetError", "load_target"]

@@ -17,13 +17,14 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from toolguard._dispatcher import Dispatcher
+from toolguard._files import PolicyFileError, load_policy
+from toolguard._handlers import Handler
+from toolguard._policy import ReturnDirect, ToolPolicy
+from toolguard._precedence import Setting
 from toolguard._suggest import did_you_mean
 from toolguard._targets import TargetError, load_target
-from toolguard.dispatch import Dispatcher
 from toolguard.errors import ToolDefinitionError
-from toolguard.files import PolicyFileError, load_policy
-from toolguard.handlers import Handler
-from toolguard.policy import ReturnDirect, Setting, ToolPolicy
 
 __all__ = ["build_parser", "main"]
 
@@ -104,7 +105,7 @@ Explained = Mapping[str, Mapping[str, Setting | tuple[Setting, ...]]]
 def _round(dispatcher: Dispatcher) -> dict[str, Any]:
     return {
         "return_direct_mode": dispatcher.return_direct_mode,
-        "max_workers": getattr(dispatcher, "_max_workers", None),
+        "max_workers": dispatcher.max_workers,
     }
 
 

@@ -1,34 +1,45 @@
 """Exceptions: what the model may see, what must pass through, what toolguard raises.
 
-Three ideas live here:
+Model-visible errors carry a message written *for the model*; everything else is
+hidden:
 
-* **Model-visible errors.** :class:`ToolError`, or any exception with a
-  ``message_for_model() -> str`` method (the :class:`VisibleToModel` protocol),
-  carries a message written *for the model*. Everything else is hidden.
-* **Control flow.** :class:`ControlFlow` subclasses, and any type passed to
-  :func:`register_control_flow`, are signals (interrupts, handoffs) that pass
-  through toolguard untouched, like ``KeyboardInterrupt``.
-* **toolguard's own exceptions**: :class:`ToolCallFailed` (a handler chose to fail
-  the invocation), :class:`InvalidArguments` and :class:`UnknownTool` (the model's
-  call was wrong; model-visible), :class:`ToolDefinitionError` (a bad decorator or
-  dispatcher at import time).
+* :class:`ToolError`: raise it with the message for the model (``raise
+  ToolError("...") from cause``: the cause is logged, never sent); any exception
+  with ``message_for_model() -> str`` (:class:`VisibleToModel`) is model-visible too.
+* :class:`RetryWithFeedback`: "the call was wrong; here is how to fix it" (visible,
+  never retried, never opens a breaker, counted against ``max_model_retries``).
+
+Signals that pass through untouched: :class:`ControlFlow` and the types given to
+:func:`register_control_flow` (frameworks' interrupts, handoffs).
+
+What toolguard raises or answers with:
+
+* :class:`ToolCallFailed`: a handler chose to fail the invocation (the original is
+  its ``__cause__``);
+* model-visible answers to the model's own mistakes and to resilience:
+  :class:`InvalidArguments`, :class:`UnknownTool`, :class:`ToolTimeout`,
+  :class:`ToolUnavailable`, :class:`ModelRetriesExhausted`;
+* hidden failures: :class:`ResultNotSerializable` (a return value with no JSON form),
+  :class:`InjectionError` (the application did not supply an injected value);
+* :class:`ToolDefinitionError`: a tool, policy or dispatcher declared wrongly, raised
+  when it is declared.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from toolguard._logging import EVENT_BLANK_MESSAGE, emit
+from toolguard._marks import ControlFlow, register_control_flow
 
 if TYPE_CHECKING:
-    from toolguard.results import Round
+    from toolguard._values import Round
 
 __all__ = [
     "ControlFlow",
+    "InjectionError",
     "InvalidArguments",
     "ModelRetriesExhausted",
+    "ResultNotSerializable",
     "RetryWithFeedback",
     "ToolCallFailed",
     "ToolDefinitionError",
@@ -37,8 +48,6 @@ __all__ = [
     "ToolUnavailable",
     "UnknownTool",
     "VisibleToModel",
-    "is_control_flow",
-    "model_message",
     "register_control_flow",
 ]
 
@@ -133,14 +142,6 @@ class ModelRetriesExhausted(ToolError):
     """The model used up a tool's ``max_model_retries`` in this session."""
 
 
-class ControlFlow(Exception):
-    """Base class for signals that must pass through toolguard untouched.
-
-    No handler ever sees a ``ControlFlow``; it propagates out of ``dispatch``,
-    ``adispatch``, ``run`` and ``arun`` exactly as raised.
-    """
-
-
 class ToolCallFailed(Exception):
     """A handler chose to fail the invocation instead of answering the model.
 
@@ -180,84 +181,3 @@ class InjectionError(Exception):
     This is the application's bug, not the model's: it is hidden from the model and
     logged like any other unmarked failure.
     """
-
-
-# --- control flow registry -------------------------------------------------------
-
-_control_flow_types: tuple[type[BaseException], ...] = (ControlFlow,)
-_control_flow_checks: tuple[Callable[[BaseException], bool], ...] = ()
-_registry_lock = threading.Lock()
-
-
-def register_control_flow(
-    *types: type[BaseException], check: Callable[[BaseException], bool] | None = None
-) -> None:
-    """Treat these exception types (and their subclasses) as control flow.
-
-    Frameworks' own signals (LangGraph's ``GraphInterrupt``, handoffs) register
-    here so that they propagate out of toolguard untouched. ``check`` is for
-    signals recognised per instance rather than by type (a predicate on the
-    exception; it must be cheap and must not raise). Registering twice is harmless.
-    """
-    global _control_flow_types, _control_flow_checks
-    for exc_type in types:
-        if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
-            raise TypeError(f"register_control_flow() takes exception classes, got {exc_type!r}")
-    if check is not None and not callable(check):
-        raise TypeError(f"register_control_flow(check=...) takes a predicate, got {check!r}")
-    with _registry_lock:
-        known = set(_control_flow_types)
-        _control_flow_types = _control_flow_types + tuple(t for t in types if t not in known)
-        if check is not None and check not in _control_flow_checks:
-            _control_flow_checks = (*_control_flow_checks, check)
-
-
-def is_control_flow(error: BaseException) -> bool:
-    """True for exceptions that toolguard must never handle."""
-    if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
-        return True
-    return any(check(error) for check in _control_flow_checks) if _control_flow_checks else False
-
-
-def has_hidden_cause(error: BaseException) -> bool:
-    """True when the error chains to another exception (``from`` or implicitly)."""
-    return error.__cause__ is not None or (
-        error.__context__ is not None and not error.__suppress_context__
-    )
-
-
-def model_message(error: BaseException, tool: str) -> str | None:
-    """The model-visible message of ``error``, or ``None`` when it is hidden.
-
-    The marker is looked for on the exception as thrown, and on the exception a
-    toolguard wrapper (``_toolguard_wraps``) carries; never further down
-    ``__cause__``: wrapping a marked exception deliberately hides it. A blank
-    message, or a ``message_for_model()`` that raises, counts as unmarked.
-    """
-    candidate = error
-    method = getattr(type(candidate), "message_for_model", None)
-    if method is None:
-        wrapped = getattr(error, "_toolguard_wraps", None)
-        if not isinstance(wrapped, BaseException):
-            return None
-        candidate = wrapped
-        method = getattr(type(candidate), "message_for_model", None)
-        if method is None:
-            return None
-    try:
-        text = candidate.message_for_model()  # type: ignore[attr-defined]
-    except Exception as failure:  # noqa: BLE001 - a broken marker hides, never crashes
-        # its __context__ is the tool's error, which is logged once, by the failure
-        failure.__suppress_context__ = True
-        emit(
-            "warning",
-            "model_message_failed",
-            tool=tool,
-            error_type=type(candidate).__name__,
-            exc_info=failure,
-        )
-        return None
-    if not isinstance(text, str) or not text.strip():
-        emit("warning", EVENT_BLANK_MESSAGE, tool=tool, error_type=type(candidate).__name__)
-        return None
-    return text

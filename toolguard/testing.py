@@ -28,8 +28,8 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias
 import attrs
 import structlog
 
+from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed
-from toolguard.results import Round, ToolCall, ToolResult
 
 __all__ = [
     "ScriptedModel",

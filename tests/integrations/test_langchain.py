@@ -43,6 +43,7 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
+from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.langchain import (
     ToolguardMiddleware,
@@ -50,7 +51,6 @@ from toolguard.integrations.langchain import (
     as_langchain_tools,
     stop_requested,
 )
-from toolguard.policy import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

@@ -47,13 +47,13 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
+from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.openai_agents import (
     as_function_tool,
     as_function_tools,
     tool_use_behavior,
 )
-from toolguard.policy import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

@@ -45,13 +45,13 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
+from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.pydantic_ai import (
     ToolguardCapability,
     as_pydantic_ai_tool,
     as_pydantic_ai_tools,
 )
-from toolguard.policy import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from toolguard._decorator import BoundTool, Tool, tool
-from toolguard.dispatch import Dispatcher
+from toolguard._dispatcher import Dispatcher
+from toolguard._values import ContentBlock, Image, Round, Text, ToolResult
 from toolguard.errors import ToolDefinitionError
-from toolguard.results import ContentBlock, Image, Round, Text, ToolResult
 
 __all__ = [
     "AnyTool",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from toolguard._values import Text, ToolCall, ToolResult
 from toolguard.formats._common import (
     Results,
     ToolSource,
@@ -31,7 +32,6 @@ from toolguard.formats._common import (
     results,
     sequence,
 )
-from toolguard.results import Text, ToolCall, ToolResult
 
 __all__ = ["IMAGE_MEDIA_TYPES", "message", "parse_calls", "tool_results", "tools"]
 

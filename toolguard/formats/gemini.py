@@ -24,6 +24,7 @@ import base64
 import re
 from typing import Any, Final
 
+from toolguard._values import Text, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 from toolguard.formats._common import (
     Results,
@@ -35,7 +36,6 @@ from toolguard.formats._common import (
     results,
     sequence,
 )
-from toolguard.results import Text, ToolCall, ToolResult
 
 __all__ = ["content", "function_declarations", "parse_calls", "parts", "tools"]
 

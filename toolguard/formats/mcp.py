@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolguard._values import Text, ToolCall, ToolResult
 from toolguard.formats._common import ToolSource, declared, get, has, json_object, parameters
-from toolguard.results import Text, ToolCall, ToolResult
 
 __all__ = ["call_result", "parse_call", "tools"]
 

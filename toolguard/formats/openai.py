@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from toolguard._strict import strict_schema
+from toolguard._values import Image, Text, ToolCall, ToolResult
 from toolguard.formats._common import (
     AnyTool,
     Results,
@@ -38,7 +39,6 @@ from toolguard.formats._common import (
     sequence,
     with_prefix,
 )
-from toolguard.results import Image, Text, ToolCall, ToolResult
 
 __all__ = [
     "ERROR_PREFIX",

@@ -78,15 +78,12 @@ except ImportError:  # pragma: no cover - older langgraph never marks resume err
 
 
 from toolguard._decorator import BoundTool, Tool
-from toolguard.dispatch import Dispatcher
-from toolguard.errors import (
-    ToolCallFailed,
-    ToolDefinitionError,
-    is_control_flow,
-    register_control_flow,
-)
-from toolguard.policy import ReturnDirect, Setting
-from toolguard.results import Content, Image, ToolCall, ToolResult
+from toolguard._dispatcher import Dispatcher
+from toolguard._marks import is_control_flow
+from toolguard._policy import ReturnDirect
+from toolguard._precedence import Setting
+from toolguard._values import Content, Image, ToolCall, ToolResult
+from toolguard.errors import ToolCallFailed, ToolDefinitionError, register_control_flow
 
 __all__ = [
     "METADATA_KEY",

@@ -52,11 +52,11 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from toolguard._decorator import BoundTool, Tool
+from toolguard._dispatcher import Dispatcher
 from toolguard._logging import emit, new_error_id
 from toolguard._targets import TargetError, load_target
-from toolguard.dispatch import Dispatcher
+from toolguard._values import Image, ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed
-from toolguard.results import Image, ToolCall, ToolResult
 
 __all__ = [
     "EVENT_CALL_ABORTED",

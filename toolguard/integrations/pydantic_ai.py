@@ -82,12 +82,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from toolguard._decorator import BoundTool, Tool
-from toolguard.dispatch import Dispatcher
+from toolguard._dispatcher import Dispatcher
+from toolguard._values import Content, Image, ToolCall, ToolResult
 from toolguard.errors import (
     ToolDefinitionError,
     register_control_flow,
 )
-from toolguard.results import Content, Image, ToolCall, ToolResult
 
 __all__ = [
     "METADATA_KEY",

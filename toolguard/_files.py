@@ -40,10 +40,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from toolguard._suggest import did_you_mean
-from toolguard._toml_lines import KeyLines, KeyPath, format_path
-from toolguard.dispatch import glob_problem, is_glob
-from toolguard.handlers import (
+from toolguard._handlers import (
     Handler,
     as_handler,
     fail,
@@ -52,8 +49,11 @@ from toolguard.handlers import (
     on,
     send_exception_message,
 )
-from toolguard.policy import BUILTIN, LOG_LEVELS, AgentPolicy, ReturnDirect, ToolPolicy
-from toolguard.resilience import Breaker, Retry
+from toolguard._policy import LOG_LEVELS, AgentPolicy, ReturnDirect, ToolPolicy
+from toolguard._precedence import BUILTIN, glob_problem, is_glob
+from toolguard._resilience import Breaker, Retry
+from toolguard._suggest import did_you_mean
+from toolguard._toml_lines import KeyLines, KeyPath, format_path
 
 __all__ = ["KEYS", "VERSION", "Key", "PolicyFileError", "Problem", "load_policy", "presets"]
 

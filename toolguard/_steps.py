@@ -1,10 +1,10 @@
-"""Sessions: the state of one conversation (model-retry budgets, circuit breakers).
+"""A conversation's state (model-retry budgets, circuit breakers) and its model steps.
 
-A :class:`~toolguard.Dispatcher` is shared by many conversations; what one
-conversation has used up must not leak into another. ``dispatcher.session()``
-gives a :class:`Session` with the dispatcher's own ``dispatch``/``adispatch``/
-``run``/``arun``; each of those calls is one *model step*. Sessions are safe to use
-from many threads and tasks at once.
+:class:`SessionState` is what one conversation remembers per tool; a :class:`Step`
+is one model step of it (one ``dispatch``/``run`` of a :class:`~toolguard.Session`),
+which the runner asks before a call (is the breaker open?) and the guard tells
+after a failure (count it; spend the model-retry budget). Safe to use from many
+threads and tasks at once.
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from toolguard._logging import emit
+from toolguard._marks import model_message
+from toolguard._precedence import Resolved
+from toolguard._resilience import Breaker
 from toolguard.errors import (
     InvalidArguments,
     ModelRetriesExhausted,
@@ -25,16 +28,9 @@ from toolguard.errors import (
     ToolTimeout,
     ToolUnavailable,
     UnknownTool,
-    model_message,
 )
-from toolguard.resilience import Breaker
 
-if TYPE_CHECKING:
-    from toolguard.dispatch import Dispatcher
-    from toolguard.policy import Resolved
-    from toolguard.results import Round, ToolCall, ToolResult
-
-__all__ = ["Session", "ToolState"]
+__all__ = ["SessionState", "Step", "ToolState"]
 
 # Outcomes that say nothing about whether the tool works: it did not run, or the
 # model asked wrongly. They neither trip nor reset a breaker.
@@ -60,36 +56,21 @@ class _Tool:
     trial: bool = False
 
 
-class Session:
-    """One conversation on a dispatcher. Create with ``dispatcher.session()``."""
+class SessionState:
+    """What one conversation remembers, per tool, and its step counter."""
 
-    def __init__(self, dispatcher: Dispatcher, *, clock: Callable[[], float] | None = None) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
         self._tools: dict[str, _Tool] = {}
         self._steps = itertools.count(1)
 
-    # --- the dispatcher's API, one model step per call ---------------------------
-
-    def dispatch(self, call: ToolCall, *, policy: Any = None, context: Any = None) -> ToolResult:
-        return self.dispatcher._dispatch(call, policy, context, Step(self, next(self._steps)))
-
-    async def adispatch(
-        self, call: ToolCall, *, policy: Any = None, context: Any = None, offload: bool = False
-    ) -> ToolResult:
-        return await self.dispatcher._adispatch(call, policy, context, self._step(), offload)
-
-    def run(self, calls: Iterable[ToolCall], *, policy: Any = None, context: Any = None) -> Round:
-        return self.dispatcher._run(list(calls), policy, context, self._step())
-
-    async def arun(
-        self, calls: Iterable[ToolCall], *, policy: Any = None, context: Any = None
-    ) -> Round:
-        return await self.dispatcher._arun(list(calls), policy, context, self._step())
+    def step(self) -> Step:
+        """A new model step (``count``'s ``next()`` is atomic)."""
+        return Step(self, next(self._steps))
 
     def state(self, tool: str) -> ToolState:
-        """What this session remembers about ``tool``."""
+        """What this conversation remembers about ``tool``."""
         with self._lock:
             record = self._tools.get(tool, _Tool())
             open_until = None
@@ -106,16 +87,13 @@ class Session:
                 self._tools.pop(tool, None)
         emit("info", "session_reset", tool=tool)
 
-    def _step(self) -> Step:
-        return Step(self, next(self._steps))  # count's next() is atomic
-
 
 class Step:
     """One model step of a session: what the dispatcher consults for each call."""
 
     __slots__ = ("number", "session")
 
-    def __init__(self, session: Session, number: int) -> None:
+    def __init__(self, session: SessionState, number: int) -> None:
         self.session = session
         self.number = number
 

@@ -1,20 +1,14 @@
-"""The values that flow through a dispatcher: calls in, results and rounds out."""
+"""The values that flow through a dispatcher: calls in, results and rounds out.
+
+Pure data: this module imports nothing else of toolguard's.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as _dt
-import decimal
-import enum
-import json
-import uuid
-from collections.abc import Mapping, Sequence
-from pathlib import PurePath
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
-
-from toolguard.errors import ResultNotSerializable
 
 __all__ = [
     "Content",
@@ -26,7 +20,8 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
-    "to_content",
+    "error_result",
+    "success",
 ]
 
 
@@ -182,75 +177,3 @@ class Round:
     results: tuple[ToolResult, ...]
     stop: bool = False
     final: ToolResult | None = None
-
-
-# --- return value -> content ------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    """``json.dumps`` fallback: the common rich types, deterministically."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=_sort_key)
-    if isinstance(value, decimal.Decimal | uuid.UUID | PurePath):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=False)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    dump = getattr(value, "model_dump", None)  # pydantic v2 models
-    if callable(dump):
-        return dump(mode="json")
-    if isinstance(value, tuple | Sequence) and not isinstance(value, str):
-        return list(value)
-    raise ResultNotSerializable(
-        f"cannot serialise a {type(value).__module__}.{type(value).__qualname__} for the model; "
-        "return a str, a JSON-compatible value, a dataclass, attrs class or pydantic model, "
-        "or toolguard.Output(content=..., artifact=...)"
-    )
-
-
-def _sort_key(item: Any) -> tuple[str, str]:
-    return (type(item).__name__, json.dumps(item, default=_jsonable, sort_keys=True))
-
-
-_encode = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False
-).encode
-
-
-def to_content(value: Any) -> tuple[Content, Any]:
-    """Turn a tool's return value into ``(content, artifact)``.
-
-    Strings pass through; lists of content blocks become block tuples; everything
-    else is serialised to a JSON string (``add(1, 2)`` gives ``"3"``).
-    """
-    kind = type(value)
-    if kind is str:
-        return value, None
-    if kind is int:
-        return str(value), None
-    if kind is Output:
-        content, _ = to_content(value.content)
-        return content, value.artifact
-    if kind is Text or kind is Image:
-        return (value,), None
-    if (
-        (kind is list or kind is tuple)
-        and value
-        and all(type(block) is Text or type(block) is Image for block in value)
-    ):
-        return tuple(value), None
-    try:
-        return _encode(value), None
-    except ValueError as error:  # NaN / Infinity, circular references
-        raise ResultNotSerializable(
-            f"cannot serialise the tool's result as JSON: {error}"
-        ) from None

@@ -1,9 +1,8 @@
-"""ToolPolicy, the unset marker, and the one precedence chain.
+"""ToolPolicy, the unset marker, and the agent's policy as one value.
 
-Every level of the chain (call, override, tool, agent, global, built-in) speaks
-the same language: a :class:`ToolPolicy`. Resolution turns the levels that apply
-to one tool into a :class:`Resolved` policy once (at dispatcher construction, or
-when ``configure()`` changed the global level), never per call.
+Every level of the precedence chain (call, override, tool, agent, global, built-in)
+speaks the same language: a :class:`ToolPolicy`. How the levels combine is
+``_precedence``.
 """
 
 from __future__ import annotations
@@ -13,25 +12,33 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
+from typing_extensions import TypedDict, Unpack
 
-from toolguard.handlers import Handler, _GenericUnlessVisible, as_handler
-from toolguard.resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
+from toolguard._handlers import Handler, HandlerLike, as_handler
+from toolguard._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
+from toolguard._suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from toolguard.results import ToolResult
+    from toolguard._values import ToolResult
 
 __all__ = [
-    "BUILTIN",
-    "LEVELS",
-    "AgentPolicy",
-    "Layer",
+    "ALWAYS",
+    "DEFAULT_REDACT",
+    "LOG_LEVELS",
+    "NEVER",
+    "ON_SUCCESS",
+    "POLICY_FIELDS",
+    "SCALAR_FIELDS",
     "UNSET",
-    "Level",
+    "AgentPolicy",
+    "ExhaustedMode",
+    "PolicyOptions",
     "ReturnDirect",
-    "Resolved",
-    "Setting",
+    "ReturnDirectLike",
+    "ReturnDirectMode",
     "ToolPolicy",
-    "resolve",
+    "Unset",
+    "policy_from_options",
 ]
 
 
@@ -50,20 +57,6 @@ class _Unset(enum.Enum):
 Unset: TypeAlias = Literal[_Unset.UNSET]
 UNSET: Final[Unset] = _Unset.UNSET
 
-# ---------------------------------------------------------------------------------
-# The precedence chain, highest first. This tuple is the only place that states it.
-#   call      an override passed with one dispatch (dispatch(call, policy=...))
-#   override  the agent forcing a setting on a named tool or a glob of tools
-#   tool      the decorator's policy (the author knows this tool's exceptions)
-#   agent     the Dispatcher's defaults
-#   global    configure()
-#   builtin   never declines: generic message with the error id, cause logged
-# Handlers are asked in this order until one answers (None = "not mine");
-# a scalar setting takes the first level that sets it.
-# ---------------------------------------------------------------------------------
-Level: TypeAlias = Literal["call", "override", "tool", "agent", "global", "builtin"]
-LEVELS: Final[tuple[Level, ...]] = ("call", "override", "tool", "agent", "global", "builtin")
-
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 
 DEFAULT_REDACT: Final = (
@@ -78,12 +71,6 @@ DEFAULT_REDACT: Final = (
     "credential",
     "private_key",
     "session",
-)
-
-BUILTIN_MESSAGE: Final = (
-    "The tool '{tool}' failed because of an internal error (error id {error_id}). "
-    "The details are not available to you. Do not retry the same call; try another "
-    "approach or tell the user, quoting the error id."
 )
 
 
@@ -140,9 +127,29 @@ ALWAYS: Final = ReturnDirect("always")
 ReturnDirectLike: TypeAlias = (
     "bool | Literal['always'] | Callable[[ToolResult], bool] | ReturnDirect"
 )
+"""What ``return_direct=`` accepts."""
 
 
-def _to_handler(value: Any) -> Handler | Unset:
+ExhaustedMode: TypeAlias = Literal["message", "fail", "stop"]
+
+
+class PolicyOptions(TypedDict, total=False):
+    """The policy options, as ``tool(...)``, ``ToolPolicy(...)``, ``Dispatcher(...)``
+    and ``configure(...)`` take them (see :class:`ToolPolicy` for each)."""
+
+    on_error: HandlerLike | Unset
+    return_direct: ReturnDirectLike | Unset
+    log_level: str | Unset
+    redact: Iterable[str] | Unset
+    max_result_chars: int | Unset | None
+    timeout: float | Unset | None
+    retries: int | Retry | Unset | None
+    breaker: Breaker | Unset | None
+    max_model_retries: int | Unset | None
+    model_retries_exhausted: ExhaustedMode | Unset
+
+
+def _to_handler(value: HandlerLike | Unset) -> Handler | Unset:
     if isinstance(value, _Unset):
         return UNSET
     try:
@@ -152,7 +159,7 @@ def _to_handler(value: Any) -> Handler | Unset:
     return handler
 
 
-def _to_return_direct(value: Any) -> ReturnDirect | Unset:
+def _to_return_direct(value: ReturnDirectLike | Unset) -> ReturnDirect | Unset:
     return UNSET if value is UNSET else ReturnDirect.of(value)
 
 
@@ -180,9 +187,6 @@ def _to_max_result_chars(value: Any) -> int | Unset | None:
     raise ValueError(
         f"max_result_chars={value!r} is not allowed; use an int of at least 100, or None"
     )
-
-
-ExhaustedMode: TypeAlias = Literal["message", "fail", "stop"]
 
 
 def _to_timeout(value: Any) -> float | Unset | None:
@@ -213,7 +217,7 @@ def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
     )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class ToolPolicy:
     """What one precedence level says about a tool. Unset fields are :data:`UNSET`.
 
@@ -254,6 +258,9 @@ class ToolPolicy:
         default=UNSET, converter=_to_exhausted
     )
 
+    def __init__(self, **options: Unpack[PolicyOptions]) -> None:
+        self.__attrs_init__(**options)
+
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is UNSET for f in attrs.fields(ToolPolicy))
 
@@ -266,121 +273,15 @@ def policy_from_options(options: Mapping[str, Any], *, where: str) -> ToolPolicy
     """Build a policy from keyword options, naming ``where`` in every error."""
     unknown = [key for key in options if key not in POLICY_FIELDS]
     if unknown:
-        from toolguard._suggest import did_you_mean
-
         key = unknown[0]
         raise TypeError(
             f"{where}: unknown option {key!r}{did_you_mean(key, POLICY_FIELDS)}; "
             f"allowed: {', '.join(POLICY_FIELDS)}"
         )
     try:
-        return ToolPolicy(**options)
+        return ToolPolicy(**options)  # checked against POLICY_FIELDS above
     except (TypeError, ValueError) as error:
         raise ValueError(f"{where}: {error}") from None
-
-
-BUILTIN: Final = ToolPolicy(
-    on_error=_GenericUnlessVisible(BUILTIN_MESSAGE, name="generic_unless_visible(BUILTIN_MESSAGE)"),
-    return_direct=NEVER,
-    log_level="warning",
-    redact=DEFAULT_REDACT,
-    max_result_chars=None,
-    timeout=None,
-    retries=None,
-    breaker=None,
-    max_model_retries=None,
-    model_retries_exhausted="message",
-)
-"""The built-in level: never declines, logs hidden causes at WARNING."""
-
-
-@attrs.frozen
-class Setting:
-    """An effective value and the precedence level that supplied it.
-
-    ``source`` says where within the level it was written (a policy file and key,
-    an override's pattern); it does not take part in comparisons.
-    """
-
-    value: Any
-    level: Level
-    source: str | None = attrs.field(default=None, eq=False)
-
-
-@attrs.frozen
-class Layer:
-    """One policy at one precedence level, with where it came from."""
-
-    level: Level
-    policy: ToolPolicy
-    source: str | None = None
-
-
-class Resolved:
-    """One tool's policy with the precedence chain applied (built once, read per call).
-
-    ``chain`` is every handler that will be asked, in order, as ``Setting(handler,
-    level)``; ``settings`` holds each scalar's first setting level. The scalar
-    values are also plain attributes, for the hot path.
-    """
-
-    __slots__ = (
-        "breaker",
-        "chain",
-        "is_async",
-        "log_level",
-        "max_model_retries",
-        "max_result_chars",
-        "model_retries_exhausted",
-        "redact",
-        "retries",
-        "return_direct",
-        "settings",
-        "timeout",
-    )
-
-    def __init__(self, chain: tuple[Setting, ...], settings: dict[str, Setting]) -> None:
-        self.chain = chain
-        self.settings = settings
-        self.is_async = any(setting.value.is_async for setting in chain)
-        self.return_direct: ReturnDirect = settings["return_direct"].value
-        self.log_level: str = settings["log_level"].value
-        self.redact: tuple[str, ...] = settings["redact"].value
-        self.max_result_chars: int | None = settings["max_result_chars"].value
-        self.timeout: float | None = settings["timeout"].value
-        self.retries: Retry | None = settings["retries"].value
-        self.breaker: Breaker | None = settings["breaker"].value
-        self.max_model_retries: int | None = settings["max_model_retries"].value
-        self.model_retries_exhausted: ExhaustedMode = settings["model_retries_exhausted"].value
-
-    def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
-        """Each setting's effective value and level; ``on_error`` is the whole chain."""
-        return {"on_error": self.chain, **self.settings}
-
-    def async_handler(self) -> Setting | None:
-        """The first handler of the chain that can only run on the async path."""
-        return next((setting for setting in self.chain if setting.value.is_async), None)
-
-
-def resolve(layers: Iterable[Layer]) -> Resolved:
-    """Apply the precedence chain to ``layers`` (given highest first).
-
-    The built-in level is always appended last, so every chain ends with a handler
-    that never declines and every scalar has a value.
-    """
-    chain: list[Setting] = []
-    settings: dict[str, Setting] = {}
-    for layer in (*layers, Layer("builtin", BUILTIN)):
-        policy = layer.policy
-        if policy.on_error is not UNSET:
-            chain.extend(
-                Setting(member, layer.level, layer.source) for member in policy.on_error.members()
-            )
-        for name in SCALAR_FIELDS:
-            value = getattr(policy, name)
-            if value is not UNSET and name not in settings:
-                settings[name] = Setting(value, layer.level, layer.source)
-    return Resolved(tuple(chain), settings)
 
 
 ReturnDirectMode: TypeAlias = Literal["any", "all"]

@@ -24,8 +24,8 @@ from typing_extensions import TypedDict
 from toolguard._docstrings import check_docstring as check_docs
 from toolguard._docstrings import describe
 from toolguard._types import accepts_none, null_means_default, pydantic_ready
+from toolguard._values import ToolCall
 from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
-from toolguard.results import ToolCall
 
 __all__ = ["Arguments", "Injected", "InjectedCallId", "build_arguments", "describe"]
 

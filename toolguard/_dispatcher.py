@@ -1,0 +1,259 @@
+"""The Dispatcher: one agent's tools and defaults, the public face of the core.
+
+    Dispatcher ─┬─▶ Guard   (_guard)   the precedence chain, handlers, hidden-cause log
+                ├─▶ Runner  (_runner)  bind, validate, run, retry, breakers ─▶ the guard
+                ├─▶ Rounds  (_rounds)  parallel calls through the runner
+                └─▶ Pools   (_pools)   the threads the runner and rounds use
+
+It builds the four from the tools and policies it is given and forwards each call;
+it decides nothing itself. Control-flow signals and non-``Exception``
+``BaseException``s never enter the handler chain: they propagate exactly as raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from typing_extensions import Unpack
+
+from toolguard._decorator import AnyTool, runner_for, tool_table
+from toolguard._guard import Guard
+from toolguard._policy import (
+    POLICY_FIELDS,
+    UNSET,
+    AgentPolicy,
+    PolicyOptions,
+    ReturnDirectMode,
+    ToolPolicy,
+    policy_from_options,
+)
+from toolguard._precedence import Setting
+from toolguard._rounds import Rounds
+from toolguard._session import Session
+from toolguard._values import Round, ToolCall, ToolResult
+from toolguard.errors import ToolDefinitionError
+
+__all__ = ["Dispatcher"]
+
+_ROUND_DEFAULTS: tuple[tuple[str, Any], ...] = (("return_direct_mode", "any"), ("max_workers", 32))
+
+
+class Dispatcher:
+    """One agent's tools plus its agent-wide defaults.
+
+    ``Dispatcher(tools, *, on_error=..., return_direct=..., log_level=..., redact=...,
+    overrides={name_or_glob: ToolPolicy(...)}, return_direct_mode="any", max_workers=32)``
+
+    The policy options are the agent default level; ``overrides`` is the agent
+    override level (an exact name is asked before globs; matching globs are asked
+    in the order declared). ``external_tools`` names tools that run elsewhere
+    (another library's, answered with :meth:`handle_error`/:meth:`handle_result`) so
+    that overrides may name them exactly. ``policy`` is an
+    :class:`~toolguard.AgentPolicy` (a policy file's, :func:`~toolguard.load_policy`),
+    the later word over what is passed in code. Tools may be ``@tool`` functions,
+    tools bound to an instance (``obj.method``), or plain functions (decorated on
+    the fly).
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Callable[..., Any]],
+        *,
+        policy: AgentPolicy | None = None,
+        overrides: Mapping[str, ToolPolicy] | None = None,
+        return_direct_mode: ReturnDirectMode | None = None,
+        max_workers: int | None = None,
+        external_tools: Iterable[str] = (),
+        **defaults: Unpack[PolicyOptions],
+    ) -> None:
+        try:
+            code = AgentPolicy(
+                defaults=policy_from_options(defaults, where="Dispatcher()"),
+                overrides=overrides or {},
+                return_direct_mode=UNSET if return_direct_mode is None else return_direct_mode,
+                max_workers=UNSET if max_workers is None else max_workers,
+            )
+        except (TypeError, ValueError) as error:
+            raise ToolDefinitionError(str(error).removeprefix("Dispatcher(): ")) from None
+        if policy is not None and not isinstance(policy, AgentPolicy):
+            raise ToolDefinitionError(
+                f"policy= takes an AgentPolicy (see toolguard.load_policy), got {policy!r}"
+            )
+        # The policy (a file) is the later word: its entries come first at each level.
+        self._policies = (code,) if policy is None else (policy, code)
+        self._round_settings = {
+            name: _first_setting(self._policies, name, default) for name, default in _ROUND_DEFAULTS
+        }
+        self.return_direct_mode: ReturnDirectMode = self._round_settings["return_direct_mode"].value
+        self.max_workers: int = self._round_settings["max_workers"].value
+        self._tools = tool_table(tools)
+        self._external = frozenset(external_tools)
+        self._guard = Guard(
+            self._policies, {name: t.policy for name, t in self._tools.items()}, self._external
+        )
+        self._runner = runner_for(self._tools, self._guard, self.max_workers)
+        self._rounds = Rounds(self._runner, self.return_direct_mode)
+
+    # --- inspection --------------------------------------------------------------
+
+    @property
+    def tools(self) -> Mapping[str, AnyTool]:
+        """This agent's tools by name, in declaration order."""
+        return dict(self._tools)
+
+    def explain(
+        self, tool_name: str, *, policy: ToolPolicy | None = None, foreign: bool = False
+    ) -> dict[str, Setting | tuple[Setting, ...]]:
+        """Each setting's effective value and the level that supplied it.
+
+        ``on_error`` maps to the ordered chain of ``Setting(handler, level)`` that
+        will be asked. ``policy`` adds a call level, as ``dispatch(..., policy=)``.
+        ``foreign=True`` explains a name that is not one of this agent's tools (the
+        policy :meth:`handle_error` applies to another library's tool).
+        """
+        chain = self._guard.explain(tool_name, policy=policy, foreign=foreign)
+        return {**chain, **self._round_settings}
+
+    @property
+    def policy(self) -> AgentPolicy | None:
+        """The policy (a file's) this dispatcher was built with, beside its code."""
+        return self._policies[0] if len(self._policies) == 2 else None
+
+    def with_policy(self, policy: AgentPolicy | None) -> Dispatcher:
+        """The same tools and code settings under another policy (``None``: none).
+
+        For an operator's tooling (``toolguard explain --policy``): the code of the
+        application stays as written, the policy file changes.
+        """
+        code = self._policies[-1]
+        defaults: Any = {
+            field: getattr(code.defaults, field)
+            for field in POLICY_FIELDS
+            if getattr(code.defaults, field) is not UNSET
+        }
+        return Dispatcher(
+            self._tools.values(),
+            policy=policy,
+            overrides=code.overrides,
+            return_direct_mode=None
+            if code.return_direct_mode is UNSET
+            else code.return_direct_mode,
+            max_workers=None if code.max_workers is UNSET else code.max_workers,
+            external_tools=self._external,
+            **defaults,
+        )
+
+    # --- calls ---------------------------------------------------------------------
+
+    def session(self, *, clock: Callable[[], float] | None = None) -> Session:
+        """A new conversation on this dispatcher: its own retry budgets and breakers."""
+        return Session(self._runner, self._rounds, clock=clock)
+
+    def dispatch(
+        self, call: ToolCall, *, policy: ToolPolicy | None = None, context: Any = None
+    ) -> ToolResult:
+        """Run one call, synchronously, on this thread. Always returns a result,
+        unless a handler fails the invocation (``ToolCallFailed``) or the failure is
+        control flow."""
+        return self._runner.dispatch(call, policy, context, None)
+
+    async def adispatch(
+        self,
+        call: ToolCall,
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        offload: bool = False,
+    ) -> ToolResult:
+        """Run one call on the running event loop.
+
+        A sync tool runs inline, blocking the loop while it runs, unless
+        ``offload=True`` (then on the dispatcher's thread pool: what a server
+        answering many requests on one loop wants).
+        """
+        return await self._runner.adispatch(call, policy, context, None, offload)
+
+    def run(
+        self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
+    ) -> Round:
+        """Run a round of parallel calls: sync tools on this dispatcher's thread pool.
+
+        A round with async tools runs on a new event loop (``asyncio.run``); inside
+        a running loop, use :meth:`arun`.
+        """
+        return self._rounds.run(list(calls), policy, context, None)
+
+    async def arun(
+        self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
+    ) -> Round:
+        """Run a round concurrently: async tools as tasks, sync tools on the pool.
+
+        Cancelling ``arun`` cancels the running tools.
+        """
+        return await self._rounds.arun(list(calls), policy, context, None)
+
+    # --- tools that ran elsewhere ------------------------------------------------------
+
+    def handle_result(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """The result of a successful call of a tool that ran elsewhere.
+
+        The value becomes content as for one of this agent's tools (serialised,
+        truncated per ``max_result_chars``), and ``return_direct`` is decided by the
+        chain for that name. A value that cannot be serialised is a hidden failure.
+        """
+        return self._guard.handle_result(call, value, policy=policy)
+
+    async def ahandle_result(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`handle_result` (async handlers allowed)."""
+        return await self._guard.ahandle_result(call, value, policy=policy)
+
+    def handle_error(
+        self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Answer a failure of a tool that ran elsewhere (another library's tool).
+
+        For integrations that run the tool themselves: the failure goes through the
+        same chain as one of this agent's tools (call, override, tool when the name
+        is one of ours, agent, global, built-in), is logged the same way, and the
+        result is returned. Control flow and non-``Exception`` errors are re-raised.
+        """
+        return self._guard.handle_error(call, error, policy=policy)
+
+    async def ahandle_error(
+        self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`handle_error` (async handlers allowed)."""
+        return await self._guard.ahandle_error(call, error, policy=policy)
+
+    # --- the thread pools -----------------------------------------------------------
+
+    def close(self, *, wait: bool = True) -> None:
+        """Shut the thread pools down. Idempotent.
+
+        ``wait=True`` waits for running tools; a sync tool abandoned by its timeout
+        is still running and is waited for too (pass ``wait=False`` not to).
+        """
+        self._runner.pools.close(wait=wait)
+
+    def __enter__(self) -> Dispatcher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Dispatcher(tools=[{', '.join(self._tools)}])"
+
+
+def _first_setting(policies: Iterable[AgentPolicy], name: str, default: Any) -> Setting:
+    """A round setting: the first policy that sets it (a file's before the code's)."""
+    for policy in policies:
+        value = getattr(policy, name)
+        if value is not UNSET:
+            return Setting(value, "agent", policy.source)
+    return Setting(default, "builtin")

@@ -1,0 +1,309 @@
+"""The guard half of the core: what the model is told about one call, and what is logged.
+
+Given a tool's name, its call and an exception (or a value that came back), the
+guard resolves the precedence chain for that name, asks the handlers in order,
+logs a hidden cause once, and builds the :class:`~toolguard.ToolResult`. It runs
+nothing: the runner (``_runner``) runs toolguard's own tools and hands their
+outcomes here, and integrations hand it the outcomes of tools another framework ran.
+
+The handler chain is written twice, as twins that differ only in how a handler is
+asked (``handler(...)`` or ``await handler.acall(...)``); everything else about a
+failure is :class:`~toolguard._failure.Failure`'s.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import attrs
+
+from toolguard import _config
+from toolguard._content import checked, to_content, truncate
+from toolguard._failure import Failure
+from toolguard._marks import is_control_flow
+from toolguard._policy import NEVER, AgentPolicy, ToolPolicy
+from toolguard._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
+from toolguard._steps import Step
+from toolguard._suggest import did_you_mean
+from toolguard._values import Content, ToolCall, ToolResult
+from toolguard.errors import ToolDefinitionError, UnknownTool
+
+__all__ = ["Guard", "Rules"]
+
+_FOREIGN_CACHE: Final = 256
+_MAX_NAME: Final = 64  # what every provider allows for a tool name
+
+
+class Rules:
+    """The precedence levels that apply to one tool name, and their resolution.
+
+    ``resolved`` is cached with the version of the global defaults it was resolved
+    under (see :meth:`Guard.resolved`).
+    """
+
+    __slots__ = ("layers", "name", "resolved", "version")
+
+    def __init__(self, name: str, layers: tuple[Layer, ...]) -> None:
+        self.name = name
+        self.layers = layers
+        self.resolved: Resolved | None = None
+        self.version = -2  # below any config version: resolve on first use
+
+
+class Guard:
+    """One agent's policy applied to calls: the levels, the chain, the answer.
+
+    ``policies`` are the agent's policies, a policy file's first (the later word);
+    ``tools`` maps each of the agent's own tools to the policy its author wrote;
+    ``external`` names tools that run elsewhere, so that overrides may name them.
+    """
+
+    def __init__(
+        self,
+        policies: tuple[AgentPolicy, ...],
+        tools: Mapping[str, ToolPolicy],
+        external: Iterable[str] = (),
+    ) -> None:
+        self.external = frozenset(external)
+        self.names = tuple(tools)
+        self._lock = threading.Lock()
+        self._overrides = self._read_overrides(policies, tools)
+        self._agent = tuple(
+            Layer("agent", p.defaults, p.source) for p in policies if not p.defaults.is_empty()
+        )
+        self._rules = {
+            name: Rules(name, (*self._overrides.layers(name), Layer("tool", policy), *self._agent))
+            for name, policy in tools.items()
+        }
+        self._foreign: dict[str, Rules] = {}
+        self._unknown_messages: dict[str, str] = {}
+
+    def _read_overrides(
+        self, policies: tuple[AgentPolicy, ...], tools: Mapping[str, ToolPolicy]
+    ) -> Overrides:
+        overrides = Overrides()
+        for agent_policy in policies:
+            prefix = f"{agent_policy.source}: " if agent_policy.source else ""
+            for key, policy in agent_policy.overrides.items():
+                where = f'tools."{key}"' if agent_policy.source else f"overrides[{key!r}]"
+                layer = Layer("override", policy, f"{prefix}{where}")
+                known = key in tools or key in self.external
+                if not known and agent_policy.source is None and not is_glob(key):
+                    # In code, a name that matches no tool is a typo; a policy file
+                    # may serve several agents, so there it is allowed.
+                    listed = ", ".join(tools) or "none"
+                    raise ToolDefinitionError(
+                        f"overrides[{key!r}] names no tool of this agent"
+                        f"{did_you_mean(key, tools)}; tools: {listed}. A tool that "
+                        "runs elsewhere (another library's) goes in external_tools=[...]"
+                    )
+                try:
+                    overrides.add(key, layer)
+                except ValueError as error:
+                    raise ToolDefinitionError(f"{prefix}overrides[{key!r}]: {error}") from None
+        return overrides
+
+    # --- the levels of one name ----------------------------------------------------
+
+    def rules(self, name: str) -> Rules:
+        """The levels for ``name``: one of the agent's tools, or any other name.
+
+        Another name (an unknown tool, another library's tool) gets the overrides that
+        match it and the agent level. Those are kept in a bounded cache, so random
+        names from a model cannot grow it without end.
+        """
+        rules = self._rules.get(name) or self._foreign.get(name)
+        if rules is None:
+            rules = Rules(name, (*self._overrides.layers(name), *self._agent))
+            if len(name) <= _MAX_NAME:  # a longer name is no tool's: not worth keeping
+                if len(self._foreign) >= _FOREIGN_CACHE:
+                    self._foreign.clear()
+                self._foreign[name] = rules
+        return rules
+
+    def resolved(self, rules: Rules, policy: ToolPolicy | None = None) -> Resolved:
+        """The chain for ``rules`` under the current global defaults (and ``policy``, a
+        call level, when given)."""
+        if policy is not None:
+            if not isinstance(policy, ToolPolicy):
+                raise TypeError(f"policy= takes a ToolPolicy, got {policy!r}")
+            return resolve((Layer("call", policy), *rules.layers, Layer("global", _config._policy)))
+        if rules.version != _config._version:
+            self._refresh(rules)
+        return rules.resolved  # type: ignore[return-value]
+
+    def _refresh(self, rules: Rules) -> None:
+        """Resolve under the current global defaults. Versions only move forward, so a
+        slow thread can never leave an older chain cached under a newer version."""
+        version, global_policy = _config.snapshot()
+        resolved = resolve((*rules.layers, Layer("global", global_policy)))
+        with self._lock:
+            if rules.version >= version:
+                return
+            rules.resolved = resolved
+            rules.version = version  # readers check the version first: set it last
+
+    def explain(
+        self, name: str, *, policy: ToolPolicy | None = None, foreign: bool = False
+    ) -> dict[str, Setting | tuple[Setting, ...]]:
+        """Each setting of ``name`` and the level that supplied it (see ``Dispatcher.explain``)."""
+        rules = self._rules.get(name)
+        if rules is None:
+            if not foreign:
+                raise KeyError(
+                    f"no tool named {name!r}{did_you_mean(name, self.names)}; "
+                    f"tools: {', '.join(self.names) or 'none'}"
+                )
+            rules = self.rules(name)
+        return self.resolved(rules, policy).explain()
+
+    def check_sync(self, name: str, resolved: Resolved) -> None:
+        """The sync path cannot await: refuse a chain with an async handler."""
+        setting = resolved.async_handler() if resolved.is_async else None
+        if setting is not None:
+            raise TypeError(
+                f"tool {name!r}: handler {setting.value.name} at level "
+                f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
+            )
+
+    # --- answers -----------------------------------------------------------------------
+
+    def failed(
+        self,
+        error: Exception,
+        call: ToolCall,
+        resolved: Resolved,
+        name: str,
+        step: Step | None = None,
+        attempts: int = 1,
+    ) -> ToolResult:
+        """Ask the chain about ``error`` (sync handlers only); the first answer wins."""
+        failure = Failure(error, call, name, resolved, step, attempts)
+        for setting in failure.chain:
+            handler, context = setting.value, failure.context(setting)
+            try:
+                answer = handler(failure.error, context)
+                if answer is not None:
+                    answer = checked(answer, handler.name)
+            except Exception as raised:
+                failure.raised(raised, handler, context)
+                raise
+            if answer is not None:
+                return failure.answered(answer, handler, context)
+        raise AssertionError("the built-in handler never declines")  # pragma: no cover
+
+    async def afailed(
+        self,
+        error: Exception,
+        call: ToolCall,
+        resolved: Resolved,
+        name: str,
+        step: Step | None = None,
+        attempts: int = 1,
+    ) -> ToolResult:
+        """Async :meth:`failed`: async handlers are awaited."""
+        failure = Failure(error, call, name, resolved, step, attempts)
+        for setting in failure.chain:
+            handler, context = setting.value, failure.context(setting)
+            try:
+                answer = await handler.acall(failure.error, context)
+                if answer is not None:
+                    answer = checked(answer, handler.name)
+            except Exception as raised:
+                failure.raised(raised, handler, context)
+                raise
+            if answer is not None:
+                return failure.answered(answer, handler, context)
+        raise AssertionError("the built-in handler never declines")  # pragma: no cover
+
+    @staticmethod
+    def succeeded(
+        call: ToolCall, name: str, content: Content, artifact: object, resolved: Resolved
+    ) -> ToolResult:
+        """The result of a success: truncated per ``max_result_chars``, ``return_direct``
+        decided by the chain."""
+        if resolved.max_result_chars is not None:
+            content = truncate(content, resolved.max_result_chars)
+        result = ToolResult(call_id=call.id, name=name, content=content, artifact=artifact)
+        return_direct = resolved.return_direct
+        if return_direct is not NEVER and return_direct.applies(result):
+            return attrs.evolve(result, return_direct=True)
+        return result
+
+    def unknown_tool(self, call: ToolCall) -> UnknownTool:
+        """The model-visible error for a call of a tool this agent does not have."""
+        message = self._unknown_messages.get(call.name)
+        if message is None:
+            listed = ", ".join(self.names) or "none"
+            message = (
+                f"There is no tool named {call.name[:64]!r}"
+                f"{did_you_mean(call.name, self.names)}. Available tools: {listed}."
+            )
+            if len(call.name) <= _MAX_NAME:
+                if len(self._unknown_messages) >= _FOREIGN_CACHE:
+                    self._unknown_messages.clear()
+                self._unknown_messages[call.name] = message
+        return UnknownTool(message, tool=call.name, available=self.names)
+
+    # --- tools that ran elsewhere ------------------------------------------------------
+
+    def handle_error(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        step: Step | None = None,
+    ) -> ToolResult:
+        """Answer a failure of a tool that ran elsewhere; control flow is re-raised."""
+        if is_control_flow(error):
+            raise error
+        assert isinstance(error, Exception)
+        rules = self.rules(call.name)
+        resolved = self.resolved(rules, policy)
+        self.check_sync(rules.name, resolved)
+        return self.failed(error, call, resolved, rules.name, step)
+
+    async def ahandle_error(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        step: Step | None = None,
+    ) -> ToolResult:
+        """Async :meth:`handle_error` (async handlers allowed)."""
+        if is_control_flow(error):
+            raise error
+        assert isinstance(error, Exception)
+        rules = self.rules(call.name)
+        resolved = self.resolved(rules, policy)
+        return await self.afailed(error, call, resolved, rules.name, step)
+
+    def handle_result(
+        self, call: ToolCall, value: object, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """The result of a successful call of a tool that ran elsewhere (a value that
+        cannot be serialised is a hidden failure)."""
+        rules = self.rules(call.name)
+        resolved = self.resolved(rules, policy)
+        try:
+            content, artifact = to_content(value)
+        except Exception as error:  # noqa: BLE001 - a value's own serialiser may raise anything
+            self.check_sync(rules.name, resolved)
+            return self.failed(error, call, resolved, rules.name)
+        return self.succeeded(call, rules.name, content, artifact, resolved)
+
+    async def ahandle_result(
+        self, call: ToolCall, value: object, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`handle_result` (async handlers allowed)."""
+        rules = self.rules(call.name)
+        resolved = self.resolved(rules, policy)
+        try:
+            content, artifact = to_content(value)
+        except Exception as error:  # noqa: BLE001 - as above
+            return await self.afailed(error, call, resolved, rules.name)
+        return self.succeeded(call, rules.name, content, artifact, resolved)

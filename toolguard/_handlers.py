@@ -1,0 +1,276 @@
+"""The handler vocabulary (the implementation; ``toolguard.handlers`` is its public face).
+
+A handler is asked about one failure and answers with
+
+* content (a ``str`` or content blocks): the failure is handled, the model sees it;
+* ``None``: "not mine", the next level of the precedence chain is asked;
+* by raising: the failure propagates (:data:`fail` raises ``ToolCallFailed``).
+
+Handlers compose like a sentence::
+
+    on(TimeoutError, "Search timed out; try again later.") | fail_unless_visible
+
+A plain callable ``(error, context) -> content | None`` (sync or async) and a plain
+string (a fixed message) are handlers too, on either side of ``|``. In fixed
+messages ``{error_id}`` and ``{tool}`` are replaced literally; no other braces
+are interpreted.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+import attrs
+
+from toolguard._values import Content, ToolCall
+from toolguard.errors import ToolCallFailed
+
+__all__ = [
+    "Answer",
+    "Handler",
+    "HandlerContext",
+    "HandlerLike",
+    "as_handler",
+    "fail",
+    "fill_message",
+    "fail_unless_visible",
+    "generic_unless_visible",
+    "on",
+    "send_exception_message",
+]
+
+Answer: TypeAlias = Content | None
+
+
+def fill_message(template: str, *, tool: str, error_id: str) -> str:
+    """A fixed message with ``{error_id}`` and ``{tool}`` replaced literally; nothing else."""
+    return template.replace("{error_id}", error_id).replace("{tool}", tool)
+
+
+@attrs.frozen(kw_only=True, slots=False)  # unslotted: built fast on the failure path
+class HandlerContext:
+    """What a handler knows about the failure it is asked about.
+
+    ``model_message`` is the error's model-visible message (``ToolError``, or
+    ``message_for_model()``), or ``None`` when the error is unmarked (hidden).
+    ``level`` is the precedence level whose handler is being asked.
+    """
+
+    call: ToolCall
+    tool: str
+    error_id: str
+    level: str
+    model_message: str | None = None
+
+    def fill(self, template: str) -> str:
+        """Replace ``{error_id}`` and ``{tool}`` literally; nothing else."""
+        return fill_message(template, tool=self.tool, error_id=self.error_id)
+
+
+class Handler:
+    """Base class of every handler; subclasses implement :meth:`__call__`.
+
+    ``acall`` is the async entry point: it awaits what ``__call__`` returns when
+    that is awaitable. Handlers whose ``is_async`` is true can only be used on the
+    async paths (``adispatch``, ``arun``).
+    """
+
+    name: str = "handler"
+    is_async: bool = False
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Any:
+        raise NotImplementedError
+
+    async def acall(self, error: Exception, context: HandlerContext) -> Answer:
+        answer = self(error, context)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer  # type: ignore[no-any-return]
+
+    def members(self) -> tuple[Handler, ...]:
+        """The handlers this one asks in order (itself, unless it is a composition)."""
+        return (self,)
+
+    def __or__(self, other: HandlerLike) -> Handler:
+        return Chain((*self.members(), *as_handler(other).members()))
+
+    def __ror__(self, other: HandlerLike) -> Handler:
+        return Chain((*as_handler(other).members(), *self.members()))
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+HandlerLike: TypeAlias = (
+    Handler | str | Callable[[Exception, HandlerContext], Answer | Awaitable[Answer]]
+)
+
+
+class Chain(Handler):
+    """``a | b | c``: the first non-``None`` answer wins."""
+
+    def __init__(self, handlers: tuple[Handler, ...]) -> None:
+        self._handlers = handlers
+        self.name = " | ".join(h.name for h in handlers)
+        self.is_async = any(h.is_async for h in handlers)
+
+    def members(self) -> tuple[Handler, ...]:
+        return self._handlers
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Answer:
+        for handler in self._handlers:
+            answer = handler(error, context)
+            if answer is not None:
+                return answer  # type: ignore[no-any-return]
+        return None
+
+    async def acall(self, error: Exception, context: HandlerContext) -> Answer:
+        for handler in self._handlers:
+            answer = await handler.acall(error, context)
+            if answer is not None:
+                return answer
+        return None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """``repr`` of a message, shortened for handler names in logs and ``explain``."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+class Message(Handler):
+    """A fixed message; never declines."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.name = _short(text)
+
+    def __call__(self, error: Exception, context: HandlerContext) -> str:
+        return context.fill(self.text)
+
+
+class FunctionHandler(Handler):
+    """A plain callable ``(error, context) -> content | None``, sync or async."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        module = getattr(function, "__module__", None)
+        qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+        self.name = f"{module}.{qualname}" if module and module != "builtins" else qualname
+        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - async __call__ on objects
+        )
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Any:
+        return self.function(error, context)
+
+
+def as_handler(value: HandlerLike) -> Handler:
+    """Coerce a handler-like value (handler, string, callable) into a :class:`Handler`."""
+    if isinstance(value, Handler):
+        return value
+    if isinstance(value, str):
+        return Message(value)
+    if callable(value):
+        return FunctionHandler(value)
+    raise TypeError(
+        f"{value!r} is not a handler; expected a handler from toolguard.handlers "
+        "(send_exception_message, fail, fail_unless_visible, generic_unless_visible(...), "
+        "on(...)), a callable (error, context) -> str | None, or a fixed message string"
+    )
+
+
+# --- the ready-made handlers --------------------------------------------------------
+
+
+class _SendExceptionMessage(Handler):
+    name = "send_exception_message"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> str:
+        if context.model_message is not None:
+            return context.model_message
+        try:
+            text = str(error)
+        except Exception:  # noqa: BLE001 - a __str__ that raises must not break handling
+            text = ""
+        return text if text.strip() else type(error).__name__
+
+
+class _Fail(Handler):
+    name = "fail"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Answer:
+        raise ToolCallFailed(
+            f"tool {context.tool!r} failed (error id {context.error_id})",
+            tool=context.tool,
+            call_id=context.call.id,
+            error_id=context.error_id,
+        ) from error
+
+
+class _FailUnlessVisible(_Fail):
+    name = "fail_unless_visible"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Answer:
+        if context.model_message is not None:
+            return context.model_message
+        return super().__call__(error, context)
+
+
+class _GenericUnlessVisible(Handler):
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        if not isinstance(message, str) or not message.strip():
+            raise TypeError(f"generic_unless_visible() takes a non-blank message, got {message!r}")
+        self.message = message
+        self.name = name or f"generic_unless_visible({_short(message)})"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> str:
+        if context.model_message is not None:
+            return context.model_message
+        return context.fill(self.message)
+
+
+class _On(Handler):
+    def __init__(self, types: tuple[type[BaseException], ...], handler: Handler) -> None:
+        self.types = types
+        self.handler = handler
+        self.is_async = handler.is_async
+        names = ", ".join(t.__name__ for t in types)
+        self.name = f"on({names}, {handler.name})"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> Any:
+        return self.handler(error, context) if isinstance(error, self.types) else None
+
+    async def acall(self, error: Exception, context: HandlerContext) -> Answer:
+        return await self.handler.acall(error, context) if isinstance(error, self.types) else None
+
+
+send_exception_message: Handler = _SendExceptionMessage()
+"""Send the exception's message (the model-visible message when there is one)."""
+
+fail: Handler = _Fail()
+"""Fail the invocation: raise ``ToolCallFailed`` from the error, whatever it is."""
+
+fail_unless_visible: Handler = _FailUnlessVisible()
+"""Send a model-visible error's message; fail the invocation on anything else."""
+
+
+def generic_unless_visible(message: str) -> Handler:
+    """Send a model-visible error's message; anything else gets ``message``.
+
+    ``message`` may quote ``{error_id}`` and ``{tool}``.
+    """
+    return _GenericUnlessVisible(message)
+
+
+def on(
+    types: type[BaseException] | tuple[type[BaseException], ...], handler: HandlerLike
+) -> Handler:
+    """Answer with ``handler`` for errors of these types; decline (``None``) otherwise."""
+    as_tuple = types if isinstance(types, tuple) else (types,)
+    if not as_tuple or not all(
+        isinstance(t, type) and issubclass(t, BaseException) for t in as_tuple
+    ):
+        raise TypeError(f"on() takes an exception class or a tuple of them, got {types!r}")
+    return _On(as_tuple, as_handler(handler))

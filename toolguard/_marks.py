@@ -1,0 +1,113 @@
+"""What an exception says about itself: control flow, or a message for the model.
+
+* **Control flow.** :class:`ControlFlow` subclasses, any type passed to
+  :func:`register_control_flow`, and every ``BaseException`` that is not an
+  ``Exception`` are signals that pass through toolguard untouched.
+* **The model-visible marker.** :func:`model_message` reads ``message_for_model()``
+  (the ``VisibleToModel`` protocol) on the exception as thrown, guarded: a marker
+  that raises or answers blank hides, it never crashes the failure path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from toolguard._logging import EVENT_BLANK_MESSAGE, emit
+
+__all__ = [
+    "ControlFlow",
+    "has_hidden_cause",
+    "is_control_flow",
+    "model_message",
+    "register_control_flow",
+]
+
+
+class ControlFlow(Exception):
+    """Base class for signals that must pass through toolguard untouched.
+
+    No handler ever sees a ``ControlFlow``; it propagates out of ``dispatch``,
+    ``adispatch``, ``run`` and ``arun`` exactly as raised.
+    """
+
+
+# --- control flow registry -------------------------------------------------------
+
+_control_flow_types: tuple[type[BaseException], ...] = (ControlFlow,)
+_control_flow_checks: tuple[Callable[[BaseException], bool], ...] = ()
+_registry_lock = threading.Lock()
+
+
+def register_control_flow(
+    *types: type[BaseException], check: Callable[[BaseException], bool] | None = None
+) -> None:
+    """Treat these exception types (and their subclasses) as control flow.
+
+    Frameworks' own signals (LangGraph's ``GraphInterrupt``, handoffs) register
+    here so that they propagate out of toolguard untouched. ``check`` is for
+    signals recognised per instance rather than by type (a predicate on the
+    exception; it must be cheap and must not raise). Registering twice is harmless.
+    """
+    global _control_flow_types, _control_flow_checks
+    for exc_type in types:
+        if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
+            raise TypeError(f"register_control_flow() takes exception classes, got {exc_type!r}")
+    if check is not None and not callable(check):
+        raise TypeError(f"register_control_flow(check=...) takes a predicate, got {check!r}")
+    with _registry_lock:
+        known = set(_control_flow_types)
+        _control_flow_types = _control_flow_types + tuple(t for t in types if t not in known)
+        if check is not None and check not in _control_flow_checks:
+            _control_flow_checks = (*_control_flow_checks, check)
+
+
+def is_control_flow(error: BaseException) -> bool:
+    """True for exceptions that toolguard must never handle."""
+    if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
+        return True
+    return any(check(error) for check in _control_flow_checks) if _control_flow_checks else False
+
+
+def has_hidden_cause(error: BaseException) -> bool:
+    """True when the error chains to another exception (``from`` or implicitly)."""
+    return error.__cause__ is not None or (
+        error.__context__ is not None and not error.__suppress_context__
+    )
+
+
+def model_message(error: BaseException, tool: str) -> str | None:
+    """The model-visible message of ``error``, or ``None`` when it is hidden.
+
+    The marker is looked for on the exception as thrown, and on the exception a
+    toolguard wrapper (``_toolguard_wraps``) carries; never further down
+    ``__cause__``: wrapping a marked exception deliberately hides it. A blank
+    message, or a ``message_for_model()`` that raises, counts as unmarked.
+    """
+    candidate = error
+    method = getattr(type(candidate), "message_for_model", None)
+    if method is None:
+        wrapped = getattr(error, "_toolguard_wraps", None)
+        if not isinstance(wrapped, BaseException):
+            return None
+        candidate = wrapped
+        method = getattr(type(candidate), "message_for_model", None)
+        if method is None:
+            return None
+    try:
+        text = candidate.message_for_model()  # type: ignore[attr-defined]
+    except Exception as failure:  # noqa: BLE001 - a broken marker hides, never crashes
+        # its __context__ is the tool's error, which is logged once, by the failure
+        failure.__suppress_context__ = True
+        emit(
+            "warning",
+            "model_message_failed",
+            tool=tool,
+            error_type=type(candidate).__name__,
+            exc_info=failure,
+        )
+        return None
+    if not isinstance(text, str) or not text.strip():
+        emit("warning", EVENT_BLANK_MESSAGE, tool=tool, error_type=type(candidate).__name__)
+        return None
+    return text

@@ -1,0 +1,165 @@
+"""Rounds: the model's parallel calls, run together, one result each, in call order.
+
+A round of sync tools runs on the round pool (a single call inline); a round with
+an async tool runs its calls as tasks, sync ones offloaded to the pool. One call's
+failure never cancels or loses its siblings' results. When the round stops is one
+rule, :func:`round_stops`, which the integrations apply to their frameworks' rounds
+too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as futures_wait
+from typing import Any, Final
+
+from toolguard._handlers import fill_message
+from toolguard._policy import ReturnDirectMode, ToolPolicy
+from toolguard._precedence import BUILTIN_MESSAGE
+from toolguard._runner import Runner, no_running_loop
+from toolguard._steps import Step
+from toolguard._values import Round, ToolCall, ToolResult
+from toolguard.errors import ToolCallFailed
+
+__all__ = ["Rounds", "assemble_round", "round_stops"]
+
+_POLL: Final = 0.1  # seconds: how often a waiting round looks for an interrupt
+
+
+def round_stops(stops: Sequence[bool], mode: ReturnDirectMode) -> bool:
+    """Whether a round whose calls asked to stop (``stops``, one per call) ends the loop.
+
+    ``"any"``: when any call asked; ``"all"``: only when every call did. An empty
+    round never stops.
+    """
+    return bool(stops) and (all(stops) if mode == "all" else any(stops))
+
+
+class Rounds:
+    """Runs rounds of one agent's calls through its runner."""
+
+    def __init__(self, runner: Runner, mode: ReturnDirectMode) -> None:
+        self.runner = runner
+        self.mode = mode
+
+    def run(
+        self,
+        calls: list[ToolCall],
+        policy: ToolPolicy | None,
+        context: Any,
+        step: Step | None,
+    ) -> Round:
+        """A round on this thread: sync tools on the round pool, async ones on a new
+        event loop (``asyncio.run``)."""
+        runner = self.runner
+        if any(runner.is_async(call.name) for call in calls):
+            no_running_loop("this round")
+            return asyncio.run(self.arun(calls, policy, context, step))
+        if len(calls) <= 1:
+            outcomes: list[ToolResult | BaseException] = []
+            for call in calls:
+                try:
+                    outcomes.append(runner.dispatch(call, policy, context, step))
+                except ToolCallFailed as failed:
+                    outcomes.append(failed)
+            return assemble_round(calls, outcomes, self.mode)
+        pool = runner.pools.rounds()
+        futures: list[Future[ToolResult]] = [
+            pool.submit(
+                contextvars.copy_context().run, runner.dispatch, call, policy, context, step
+            )
+            for call in calls
+        ]
+        try:
+            _wait_all(futures)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        outcomes = [_outcome_of(future) for future in futures]
+        return assemble_round(calls, outcomes, self.mode)
+
+    async def arun(
+        self,
+        calls: list[ToolCall],
+        policy: ToolPolicy | None,
+        context: Any,
+        step: Step | None,
+    ) -> Round:
+        """A round on the running event loop: its calls as tasks (sync tools offloaded
+        to the pool when there are several calls)."""
+        offload = len(calls) > 1
+        gathered = await asyncio.gather(
+            *(self.runner.adispatch(call, policy, context, step, offload) for call in calls),
+            return_exceptions=True,
+        )
+        return assemble_round(calls, list(gathered), self.mode)
+
+
+def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:
+    """Wait for a round's calls; an interrupt from any of them, or of this thread
+    (``KeyboardInterrupt``, even ``_thread.interrupt_main()``), stops it at once."""
+    pending: set[Future[ToolResult]] = set(futures)
+    while pending:
+        done, pending = futures_wait(pending, timeout=_POLL, return_when=FIRST_COMPLETED)
+        for future in done:
+            error = future.exception()
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise error
+
+
+def _outcome_of(future: Future[ToolResult]) -> ToolResult | BaseException:
+    """A round call's result or the exception it propagated (interrupts re-raised)."""
+    try:
+        return future.result()
+    except ToolCallFailed as failed:
+        return failed
+    except BaseException as error:
+        if isinstance(error, KeyboardInterrupt | SystemExit):
+            raise
+        return error
+
+
+def assemble_round(
+    calls: Sequence[ToolCall],
+    outcomes: Sequence[ToolResult | BaseException],
+    mode: ReturnDirectMode,
+) -> Round:
+    """Assemble a round; then raise the first propagating failure, if any.
+
+    A ``ToolCallFailed`` carries the whole round (its own call answered with the
+    built-in generic message), so the conversation can still be answered.
+    """
+    results: list[ToolResult] = []
+    first: BaseException | None = None
+    for call, outcome in zip(calls, outcomes, strict=True):
+        if isinstance(outcome, ToolResult):
+            results.append(outcome)
+            continue
+        if first is None:
+            first = outcome
+        if isinstance(outcome, ToolCallFailed):
+            text = fill_message(BUILTIN_MESSAGE, tool=outcome.tool, error_id=outcome.error_id)
+            results.append(
+                ToolResult(
+                    call_id=call.id,
+                    name=call.name,
+                    content=text,
+                    is_error=True,
+                    error_id=outcome.error_id,
+                    error_kind="hidden",
+                )
+            )
+        else:
+            results.append(ToolResult(call_id=call.id, name=call.name, content="", is_error=True))
+    stop = round_stops([result.return_direct for result in results], mode)
+    final = next((r for r in results if r.return_direct), None) if stop else None
+    round_ = Round(results=tuple(results), stop=stop, final=final)
+    if first is not None:
+        if isinstance(first, ToolCallFailed):
+            first.round = round_
+        raise first
+    return round_

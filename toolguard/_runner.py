@@ -1,0 +1,363 @@
+"""The runner half of the core: one call of one of the agent's tools, start to result.
+
+    bind ─▶ breaker ─▶ attempt ─▶ retry? ─▶ content ─▶ result      (the guard's, on success
+      │        │ open      │          │          │                 when it needs deciding)
+      └────────┴───────────┴──────────┴──────────┴──▶ guard.failed: the handler chain
+
+There is one pipeline per colour, :meth:`Runner.dispatch` and :meth:`Runner.adispatch`,
+written as twins you can diff line by line. What can be decided without running
+anything is decided once per tool and per version of the global defaults, as a
+:class:`Plan` on the tool's :class:`Entry`: whether the sync path may call the tool
+as it is (no timeout thread, no event loop), whether the async path may await it
+right here, and whether a success needs the guard (truncation, ``return_direct``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from toolguard import _config
+from toolguard._attempts import (
+    Attempts,
+    acall_with_timeout,
+    call_with_timeout,
+    retry_async,
+    retry_sync,
+)
+from toolguard._content import to_content
+from toolguard._guard import Guard, Rules
+from toolguard._marks import is_control_flow
+from toolguard._policy import NEVER, ToolPolicy
+from toolguard._pools import Pools
+from toolguard._precedence import Resolved, resolve
+from toolguard._schema import Arguments
+from toolguard._steps import Step
+from toolguard._values import ToolCall, ToolResult, success
+
+__all__ = ["Entry", "Plan", "Runner", "no_running_loop"]
+
+
+class Plan:
+    """How the runner runs one tool under one version of the global defaults.
+
+    * ``inline``: the sync path calls the tool as it is, on the caller's thread (a
+      sync tool with no timeout, and no async handler in its chain);
+    * ``direct``: the async path calls or awaits the tool right here (no timeout;
+      a sync tool unless the call asks to be offloaded);
+    * ``plain``: a success needs no truncation and no ``return_direct`` decision.
+
+    :data:`GENERAL` is the plan that decides nothing in advance: every tool gives the
+    same results under it (a test runs the dispatch suite with it forced).
+    """
+
+    __slots__ = ("direct", "inline", "name", "plain")
+
+    def __init__(self, *, inline: bool, direct: bool, plain: bool) -> None:
+        self.inline = inline
+        self.direct = direct
+        self.plain = plain
+        self.name = "+".join(n for n, on in (("inline", inline), ("direct", direct)) if on) or (
+            "general"
+        )
+        if plain:
+            self.name += "+plain"
+
+    def __repr__(self) -> str:
+        return f"Plan({self.name})"
+
+
+GENERAL: Final = Plan(inline=False, direct=False, plain=False)
+_UNPLANNED: Final = resolve(())  # an entry's chain before its first call (never used)
+
+
+def plan_for(is_async: bool, resolved: Resolved) -> Plan:
+    """The plan for a tool (sync or async) under ``resolved``."""
+    untimed = resolved.timeout is None
+    return Plan(
+        inline=untimed and not is_async and not resolved.is_async,
+        direct=untimed,
+        plain=resolved.max_result_chars is None and resolved.return_direct is NEVER,
+    )
+
+
+class Entry:
+    """One of the agent's tools as the runner runs it, with its current plan."""
+
+    __slots__ = (
+        "arguments",
+        "function",
+        "is_async",
+        "name",
+        "plan",
+        "resolved",
+        "rules",
+        "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        arguments: Arguments,
+        is_async: bool,
+        rules: Rules,
+    ) -> None:
+        self.name = name
+        self.function = function
+        self.arguments = arguments
+        self.is_async = is_async
+        self.rules = rules
+        self.resolved = _UNPLANNED
+        self.plan = GENERAL
+        self.version = -2  # below any config version: plan on first use
+
+
+class Runner:
+    """Runs the agent's tools, and hands every outcome to the guard.
+
+    ``fast_plans=False`` runs every tool under :data:`GENERAL` (for tests).
+    """
+
+    def __init__(
+        self,
+        guard: Guard,
+        tools: Iterable[tuple[str, Callable[..., Any], Arguments, bool]],
+        pools: Pools,
+        *,
+        fast_plans: bool = True,
+    ) -> None:
+        self.guard = guard
+        self.pools = pools
+        self.fast_plans = fast_plans
+        self.entries = {
+            name: Entry(name, function, arguments, is_async, guard.rules(name))
+            for name, function, arguments, is_async in tools
+        }
+        self._lock = threading.Lock()
+
+    def is_async(self, name: str) -> bool:
+        entry = self.entries.get(name)
+        return entry is not None and entry.is_async
+
+    # --- the plan ------------------------------------------------------------------
+
+    def _plan(self, entry: Entry, policy: ToolPolicy | None) -> tuple[Resolved, Plan]:
+        """The chain and plan for one call that could not use the cached ones."""
+        if policy is None:
+            self._refresh(entry)
+            return entry.resolved, entry.plan
+        resolved = self.guard.resolved(entry.rules, policy)
+        return resolved, plan_for(entry.is_async, resolved) if self.fast_plans else GENERAL
+
+    def _refresh(self, entry: Entry) -> None:
+        """Plan ``entry`` under the current global defaults. Versions only move
+        forward, so a slow thread can never leave an older plan under a newer version."""
+        version = _config._version
+        resolved = self.guard.resolved(entry.rules)
+        plan = plan_for(entry.is_async, resolved) if self.fast_plans else GENERAL
+        with self._lock:
+            if entry.version >= version:
+                return
+            entry.resolved, entry.plan = resolved, plan
+            entry.version = version  # readers check the version first: set it last
+
+    # --- one call, sync ----------------------------------------------------------------
+
+    def dispatch(
+        self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
+    ) -> ToolResult:
+        """One call on this thread (the sync pipeline)."""
+        entry = self.entries.get(call.name)
+        if entry is None:
+            return self._unknown(call, policy, step)
+        if policy is None and entry.version == _config._version:
+            resolved, plan = entry.resolved, entry.plan
+        else:
+            resolved, plan = self._plan(entry, policy)
+        if not plan.inline:
+            self._check_sync(entry, resolved)
+        breaker = resolved.breaker if step is not None else None
+        report = False
+        counter: Attempts | None = None
+        try:
+            args, kwargs = entry.arguments.bind(call, context)
+            if breaker is not None:
+                report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            try:
+                if plan.inline:
+                    value = entry.function(*args, **kwargs)
+                else:
+                    value = self._attempt(entry, args, kwargs, resolved)
+            except Exception as first:
+                retry = resolved.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                attempt = functools.partial(self._attempt, entry, args, kwargs, resolved)
+                counter = Attempts()
+                value = retry_sync(
+                    retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
+                )
+            content, artifact = to_content(value)
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            attempts = counter.count if counter is not None else 1
+            return self.guard.failed(error, call, resolved, entry.name, step, attempts)
+        if report:  # a success after failures: the breaker counts it
+            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+        if plan.plain:
+            return success(call.id, entry.name, content, artifact)
+        return self.guard.succeeded(call, entry.name, content, artifact, resolved)
+
+    def _unknown(self, call: ToolCall, policy: ToolPolicy | None, step: Step | None) -> ToolResult:
+        rules = self.guard.rules(call.name)
+        resolved = self.guard.resolved(rules, policy)
+        self.guard.check_sync(call.name, resolved)
+        return self.guard.failed(self.guard.unknown_tool(call), call, resolved, call.name, step)
+
+    def _check_sync(self, entry: Entry, resolved: Resolved) -> None:
+        """The sync path cannot await: refuse async handlers, and a running loop."""
+        self.guard.check_sync(entry.name, resolved)
+        if entry.is_async:
+            no_running_loop(entry.name)
+
+    def _attempt(
+        self, entry: Entry, args: tuple[Any, ...], kwargs: dict[str, Any], resolved: Resolved
+    ) -> Any:
+        """One attempt on the sync path: inline, on a new event loop (an async tool),
+        or on a worker thread with a timeout."""
+        seconds = resolved.timeout
+        if entry.is_async:
+            awaitable = entry.function(*args, **kwargs)
+            if seconds is not None:
+                awaitable = acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
+            return asyncio.run(awaitable)
+        if seconds is None:
+            return entry.function(*args, **kwargs)
+        run = functools.partial(contextvars.copy_context().run, entry.function)
+        return call_with_timeout(
+            self.pools.timeouts(), run, args, kwargs, tool=entry.name, seconds=seconds
+        )
+
+    # --- one call, async ---------------------------------------------------------------
+
+    async def adispatch(
+        self,
+        call: ToolCall,
+        policy: ToolPolicy | None,
+        context: Any,
+        step: Step | None,
+        offload: bool,
+    ) -> ToolResult:
+        """One call on the running event loop (the async pipeline)."""
+        entry = self.entries.get(call.name)
+        if entry is None:
+            return await self._aunknown(call, policy, step)
+        if policy is None and entry.version == _config._version:
+            resolved, plan = entry.resolved, entry.plan
+        else:
+            resolved, plan = self._plan(entry, policy)
+        direct = plan.direct and (entry.is_async or not offload)
+        breaker = resolved.breaker if step is not None else None
+        report = False
+        counter: Attempts | None = None
+        try:
+            args, kwargs = entry.arguments.bind(call, context)
+            if breaker is not None:
+                report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            try:
+                if direct:
+                    value = entry.function(*args, **kwargs)
+                    if entry.is_async:
+                        value = await value
+                else:
+                    value = await self._aattempt(entry, args, kwargs, resolved, offload)
+            except Exception as first:
+                retry = resolved.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
+                counter = Attempts()
+                value = await retry_async(
+                    retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
+                )
+            content, artifact = to_content(value)
+        except Exception as error:
+            if is_control_flow(error):
+                raise
+            attempts = counter.count if counter is not None else 1
+            return await self.guard.afailed(error, call, resolved, entry.name, step, attempts)
+        if report:  # a success after failures: the breaker counts it
+            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+        if plan.plain:
+            return success(call.id, entry.name, content, artifact)
+        return self.guard.succeeded(call, entry.name, content, artifact, resolved)
+
+    async def _aunknown(
+        self, call: ToolCall, policy: ToolPolicy | None, step: Step | None
+    ) -> ToolResult:
+        rules = self.guard.rules(call.name)
+        resolved = self.guard.resolved(rules, policy)
+        return await self.guard.afailed(
+            self.guard.unknown_tool(call), call, resolved, call.name, step
+        )
+
+    async def _aattempt(
+        self,
+        entry: Entry,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        resolved: Resolved,
+        offload: bool,
+    ) -> Any:
+        """One attempt on the async path: awaited, inline, or on the pool."""
+        seconds = resolved.timeout
+        if entry.is_async:
+            awaitable = entry.function(*args, **kwargs)
+        elif offload or seconds is not None:
+            awaitable = self._in_pool(entry.function, args, kwargs)
+        else:
+            return entry.function(*args, **kwargs)
+        if seconds is not None:
+            return await acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
+        return await awaitable
+
+    async def _in_pool(
+        self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Run a sync function on the round pool, with the caller's context variables.
+
+        The outcome crosses back boxed: asyncio would replace a ``TimeoutError``
+        raised in the thread with a bare copy (losing its cause and traceback).
+        """
+        run = functools.partial(contextvars.copy_context().run, _boxed, function)
+        ok, value = await asyncio.get_running_loop().run_in_executor(
+            self.pools.rounds(), functools.partial(run, *args, **kwargs)
+        )
+        if ok:
+            return value
+        raise value
+
+
+def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    try:
+        return True, function(*args, **kwargs)
+    except BaseException as error:  # noqa: BLE001 - re-raised, intact, on the loop
+        return False, error
+
+
+def no_running_loop(what: str) -> None:
+    """Refuse to start an event loop on a thread that is already running one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{what} needs an event loop, and this thread is already running one; "
+        "use await adispatch()/arun() instead"
+    )
