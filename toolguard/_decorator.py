@@ -135,12 +135,14 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
 
     if TYPE_CHECKING:
 
+        # read on the class, a method is unbound (all its parameters); read on an
+        # instance, the instance is its first argument
+        @overload
+        def __get__(self, instance: None, owner: type[Any] | None = None, /) -> BoundTool[P, R]: ...
         @overload
         def __get__(
             self: Tool[Concatenate[T, P2], R2], instance: T, owner: type[Any] | None = None, /
         ) -> BoundTool[P2, R2]: ...
-        @overload
-        def __get__(self, instance: None, owner: type[Any] | None = None, /) -> BoundTool[P, R]: ...
         def __get__(self, instance: Any, owner: type[Any] | None = None, /) -> Any: ...
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -242,7 +244,16 @@ def _build(
 
 
 @overload
-def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+def tool(
+    function: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    check_docstring: bool = True,
+    strict: bool = False,
+    **options: Unpack[PolicyOptions],
+) -> Tool[P, R]: ...
 
 
 @overload

@@ -8,6 +8,7 @@ speaks the same language: a :class:`ToolPolicy`. How the levels combine is
 from __future__ import annotations
 
 import enum
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -24,10 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ALWAYS",
     "DEFAULT_REDACT",
+    "EXHAUSTED_MODES",
     "LOG_LEVELS",
+    "MIN_RESULT_CHARS",
     "NEVER",
     "ON_SUCCESS",
     "POLICY_FIELDS",
+    "RETURN_DIRECT_MODES",
     "SCALAR_FIELDS",
     "UNSET",
     "AgentPolicy",
@@ -131,6 +135,8 @@ ReturnDirectLike: TypeAlias = (
 
 
 ExhaustedMode: TypeAlias = Literal["message", "fail", "stop"]
+EXHAUSTED_MODES: Final[tuple[ExhaustedMode, ...]] = typing.get_args(ExhaustedMode)
+MIN_RESULT_CHARS: Final = 100
 
 
 class PolicyOptions(TypedDict, total=False):
@@ -182,10 +188,11 @@ def _to_redact(value: Any) -> tuple[str, ...] | Unset:
 def _to_max_result_chars(value: Any) -> int | Unset | None:
     if isinstance(value, _Unset) or value is None:
         return value
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 100:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_RESULT_CHARS:
         return value
     raise ValueError(
-        f"max_result_chars={value!r} is not allowed; use an int of at least 100, or None"
+        f"max_result_chars={value!r} is not allowed; use an int of at least "
+        f"{MIN_RESULT_CHARS}, or None"
     )
 
 
@@ -210,7 +217,7 @@ def _to_max_model_retries(value: Any) -> int | Unset | None:
 
 
 def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
-    if isinstance(value, _Unset) or value in ("message", "fail", "stop"):
+    if isinstance(value, _Unset) or value in EXHAUSTED_MODES:
         return value  # type: ignore[no-any-return]
     raise ValueError(
         f"model_retries_exhausted={value!r} is not allowed; use 'message', 'fail' or 'stop'"
@@ -285,9 +292,10 @@ def policy_from_options(options: Mapping[str, Any], *, where: str) -> ToolPolicy
 
 
 ReturnDirectMode: TypeAlias = Literal["any", "all"]
+RETURN_DIRECT_MODES: Final[tuple[ReturnDirectMode, ...]] = typing.get_args(ReturnDirectMode)
 
 
-def _to_overrides(value: Any) -> dict[str, ToolPolicy]:
+def _to_overrides(value: Mapping[str, ToolPolicy]) -> dict[str, ToolPolicy]:
     if not isinstance(value, Mapping):
         raise TypeError(f"overrides must be a mapping of name or glob to ToolPolicy, got {value!r}")
     for key, policy in value.items():
@@ -299,7 +307,7 @@ def _to_overrides(value: Any) -> dict[str, ToolPolicy]:
 
 
 def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not UNSET and value not in ("any", "all"):
+    if value is not UNSET and value not in RETURN_DIRECT_MODES:
         raise ValueError(f"return_direct_mode={value!r} is not allowed; use 'any' or 'all'")
 
 

@@ -12,7 +12,7 @@ Order of operations for one call::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 
@@ -25,7 +25,13 @@ __all__ = ["TRANSIENT", "Breaker", "Retry", "to_breaker", "to_retry", "to_timeou
 TRANSIENT: Final[tuple[type[Exception], ...]] = (ConnectionError, TimeoutError)
 
 
-def _exception_types(value: Any) -> tuple[type[Exception], ...] | Callable[[Exception], bool]:
+RetryOn: TypeAlias = (
+    "type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], bool]"
+)
+"""What ``Retry(on=...)`` accepts: exception classes, or a predicate on the error."""
+
+
+def _exception_types(value: RetryOn) -> tuple[type[Exception], ...] | Callable[[Exception], bool]:
     if isinstance(value, type):
         value = (value,)
     if isinstance(value, tuple):
@@ -33,7 +39,7 @@ def _exception_types(value: Any) -> tuple[type[Exception], ...] | Callable[[Exce
             raise ValueError(f"Retry(on={value!r}): use exception classes or a predicate")
         return value
     if callable(value):
-        return value  # type: ignore[no-any-return]
+        return value
     raise ValueError(f"Retry(on={value!r}): use exception classes or a predicate")
 
 

@@ -9,20 +9,18 @@ tools (or the one ``@tool``) it names. Every way this can go wrong is a
 
 from __future__ import annotations
 
-import importlib
 import os
-import re
 import sys
 from typing import Any, Final
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._imports import ImportPathError, resolve
 from toolguard._suggest import did_you_mean
 from toolguard.errors import ToolDefinitionError
 
 __all__ = ["TargetError", "load_target"]
 
-_SPEC: Final = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _EXAMPLE: Final = "write MODULE:ATTR, e.g. myapp.agent:dispatcher"
 
 
@@ -36,48 +34,43 @@ def load_target(spec: str) -> Dispatcher:
     The attribute may be a :class:`~toolguard.Dispatcher`, a list or tuple of tools
     (plain functions are decorated, as ``Dispatcher`` does), or one ``@tool``.
     """
-    if not isinstance(spec, str) or not _SPEC.fullmatch(spec.strip()):
+    if not isinstance(spec, str):
         raise TargetError(f"{spec!r} is not MODULE:ATTR; {_EXAMPLE}")
-    module_name, _, attributes = spec.strip().partition(":")
-    value: Any = _import(module_name)
-    parts = attributes.split(".")
-    for index, attribute in enumerate(parts):
-        if not hasattr(value, attribute):
-            owner = module_name if index == 0 else f"{module_name}:{'.'.join(parts[:index])}"
-            public = [name for name in dir(value) if not name.startswith("_")]
-            raise TargetError(
-                f"{owner!r} has no attribute {attribute!r}{did_you_mean(attribute, public)}"
-            )
-        value = getattr(value, attribute)
-    return _dispatcher(spec, value)
-
-
-def _import(module_name: str) -> Any:
+    path = spec.strip()
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path
     if added:
         sys.path.insert(0, cwd)
     try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if missing and (module_name == missing or module_name.startswith(missing + ".")):
-            raise TargetError(
-                f"no module named {missing!r} (looked in the current directory and on "
-                "sys.path; run from the directory that contains it, or set PYTHONPATH)"
-            ) from None
-        raise TargetError(_import_failed(module_name, error)) from error
-    except (Exception, SystemExit) as error:  # the module's bug, reported
-        raise TargetError(_import_failed(module_name, error)) from error
+        value = resolve(path)
+    except ImportPathError as problem:
+        raise TargetError(_problem(spec, problem)) from problem.error
     finally:
         if added:
             sys.path.remove(cwd)
+    return _dispatcher(spec, value)
 
 
-def _import_failed(module_name: str, error: BaseException) -> str:
+def _problem(spec: str, problem: ImportPathError) -> str:
+    if problem.kind == "syntax":
+        return f"{spec!r} is not MODULE:ATTR; {_EXAMPLE}"
+    if problem.kind == "missing":
+        return (
+            f"no module named {problem.missing!r} (looked in the current directory and on "
+            "sys.path; run from the directory that contains it, or set PYTHONPATH)"
+        )
+    if problem.kind == "failed":
+        return (
+            f"importing {problem.module!r} raised {type(problem.error).__name__}: "
+            f"{problem.error} (python -c 'import {problem.module}' shows the traceback)"
+        )
+    index = problem.index
+    owner = (
+        problem.module if index == 0 else f"{problem.module}:{'.'.join(problem.attributes[:index])}"
+    )
     return (
-        f"importing {module_name!r} raised {type(error).__name__}: {error} "
-        f"(python -c 'import {module_name}' shows the traceback)"
+        f"{owner!r} has no attribute {problem.attribute!r}"
+        f"{did_you_mean(problem.attribute, problem.public)}"
     )
 
 

@@ -82,8 +82,10 @@ from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
 from toolguard._policy import ReturnDirect
 from toolguard._precedence import Setting
+from toolguard._rounds import round_stops
 from toolguard._values import Content, Image, ToolCall, ToolResult
-from toolguard.errors import ToolCallFailed, ToolDefinitionError, register_control_flow
+from toolguard.errors import ToolCallFailed, register_control_flow
+from toolguard.integrations._common import guarded
 
 __all__ = [
     "METADATA_KEY",
@@ -156,8 +158,7 @@ def stop_requested(messages: Sequence[AnyMessage], *, mode: Literal["any", "all"
         return False
     if not answers or not all(isinstance(message, ToolMessage) for message in answers):
         return False
-    stops = [_asked_to_stop(message) for message in answers]
-    return all(stops) if mode == "all" else any(stops)
+    return round_stops([_asked_to_stop(message) for message in answers], mode)
 
 
 def _asked_to_stop(message: AnyMessage) -> bool:
@@ -246,17 +247,7 @@ def as_langchain_tool(
     must be one of that dispatcher's tools, and the dispatcher's agent defaults and
     overrides apply too.
     """
-    if dispatcher is None:
-        if isinstance(tool, str):
-            raise TypeError("as_langchain_tool() takes a tool name only with dispatcher=...")
-        dispatcher = Dispatcher([tool])
-        return ToolguardTool(dispatcher=dispatcher, name=next(iter(dispatcher.tools)))
-    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
-    if name not in dispatcher.tools:
-        raise ToolDefinitionError(
-            f"{name!r} is not one of this dispatcher's tools "
-            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
-        )
+    dispatcher, name = guarded(tool, dispatcher, adapter="as_langchain_tool")
     return ToolguardTool(dispatcher=dispatcher, name=name)
 
 

@@ -53,6 +53,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._handlers import fill_message
 from toolguard._logging import emit, new_error_id
 from toolguard._targets import TargetError, load_target
 from toolguard._values import Image, ToolCall, ToolResult
@@ -242,7 +243,7 @@ def mcp_server(
 
 
 def _failed(tool: str, error_id: str) -> MCPError:
-    message = _FAILED_MESSAGE.replace("{tool}", tool[:64]).replace("{error_id}", error_id)
+    message = fill_message(_FAILED_MESSAGE, tool=tool[:64], error_id=error_id)
     return MCPError(
         code=types.INTERNAL_ERROR, message=message, data={"tool": tool, "error_id": error_id}
     )

@@ -76,9 +76,11 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._rounds import round_stops
 from toolguard._values import Image, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, register_control_flow
 from toolguard.formats import strict_schema
+from toolguard.integrations._common import guarded
 
 __all__ = [
     "METADATA_KEY",
@@ -263,17 +265,7 @@ def as_function_tool(
     sets (the schema, the invoker, ``custom_data_extractor`` and the SDK's timeout:
     use toolguard's ``timeout`` policy).
     """
-    if dispatcher is None:
-        if isinstance(tool, str):
-            raise TypeError("as_function_tool() takes a tool name only with dispatcher=...")
-        dispatcher = Dispatcher([tool])
-        return _function_tool(dispatcher, next(iter(dispatcher.tools)), strict, options)
-    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
-    if name not in dispatcher.tools:
-        raise ToolDefinitionError(
-            f"{name!r} is not one of this dispatcher's tools "
-            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
-        )
+    dispatcher, name = guarded(tool, dispatcher, adapter="as_function_tool")
     return _function_tool(dispatcher, name, strict, options)
 
 
@@ -306,7 +298,7 @@ def stop_requested(
     such result, in call order. Results of tools that are not toolguard's never ask.
     """
     stops = [_asked_to_stop(result) for result in tool_results]
-    if not stops or not (all(stops) if mode == "all" else any(stops)):
+    if not round_stops(stops, mode):
         return None
     return next(result for result, stop in zip(tool_results, stops, strict=True) if stop)
 

@@ -83,11 +83,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._rounds import round_stops
 from toolguard._values import Content, Image, ToolCall, ToolResult
 from toolguard.errors import (
-    ToolDefinitionError,
     register_control_flow,
 )
+from toolguard.integrations._common import guarded
 
 __all__ = [
     "METADATA_KEY",
@@ -232,18 +233,7 @@ def as_pydantic_ai_tool(
     defaults and its own policy; with one, ``tool`` (or its name) must be one of
     that dispatcher's tools.
     """
-    if dispatcher is None:
-        if isinstance(tool, str):
-            raise TypeError("as_pydantic_ai_tool() takes a tool name only with dispatcher=...")
-        dispatcher = Dispatcher([tool])
-        name = next(iter(dispatcher.tools))
-        return _pydantic_ai_tool(dispatcher, name, retry_on, max_retries)
-    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
-    if name not in dispatcher.tools:
-        raise ToolDefinitionError(
-            f"{name!r} is not one of this dispatcher's tools "
-            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
-        )
+    dispatcher, name = guarded(tool, dispatcher, adapter="as_pydantic_ai_tool")
     return _pydantic_ai_tool(dispatcher, name, retry_on, max_retries)
 
 
@@ -277,7 +267,7 @@ def stop_requested(
         return None
     returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
     stops = [_asked_to_stop(part) for part in returns]
-    if not stops or not (all(stops) if mode == "all" else any(stops)):
+    if not round_stops(stops, mode):
         return None
     return next(part for part, stop in zip(returns, stops, strict=True) if stop)
 

@@ -1,0 +1,35 @@
+"""What every integration does the same way, written once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from toolguard._decorator import AnyTool
+from toolguard._dispatcher import Dispatcher
+from toolguard.errors import ToolDefinitionError
+
+__all__ = ["guarded"]
+
+
+def guarded(
+    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None, *, adapter: str
+) -> tuple[Dispatcher, str]:
+    """The dispatcher and tool name an ``as_*_tool(tool, dispatcher=...)`` adapter serves.
+
+    Without a dispatcher, ``tool`` runs in a one-tool dispatcher under the global
+    defaults and its own policy; with one, ``tool`` (or its name) must be one of that
+    dispatcher's tools.
+    """
+    if dispatcher is None:
+        if isinstance(tool, str):
+            raise TypeError(f"{adapter}() takes a tool name only with dispatcher=...")
+        dispatcher = Dispatcher([tool])
+        return dispatcher, next(iter(dispatcher.tools))
+    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
+    if name not in dispatcher.tools:
+        raise ToolDefinitionError(
+            f"{name!r} is not one of this dispatcher's tools "
+            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
+        )
+    return dispatcher, name
