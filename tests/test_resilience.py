@@ -189,7 +189,7 @@ def test_bad_retry_values_are_refused() -> None:
     with pytest.raises(ValueError, match="attempts=0"):
         Retry(attempts=0)
     with pytest.raises(ValueError, match="use exception classes or a predicate"):
-        Retry(on=("ConnectionError",))  # type: ignore[arg-type]
+        Retry(on=("ConnectionError",))
 
 
 # --- timeouts --------------------------------------------------------------------------
