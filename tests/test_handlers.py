@@ -63,7 +63,7 @@ def _dispatch(kind: str, handler: Any) -> Any:
         raise ERRORS[kind]()
 
     options = {} if handler is None else {"on_error": handler}
-    dispatcher = Dispatcher([tool(failing, name="t", **options)])
+    dispatcher = Dispatcher([tool(name="t", **options)(failing)])
     return dispatcher.dispatch(ToolCall(name="t", id="c1"))
 
 
@@ -176,7 +176,7 @@ def test_async_handler_works_on_the_async_path() -> None:
     def failing() -> str:
         raise ValueError("x")
 
-    dispatcher = Dispatcher([tool(failing, name="t", on_error=handler)])
+    dispatcher = Dispatcher([tool(name="t", on_error=handler)(failing)])
     result = asyncio.run(dispatcher.adispatch(ToolCall(name="t")))
     assert result.content == "async answer"
 
@@ -191,7 +191,7 @@ def test_async_handler_on_the_sync_path_is_a_clear_error_before_the_tool_runs() 
         ran.append(1)
         return "ok"
 
-    dispatcher = Dispatcher([tool(works, name="t")], on_error=on(KeyError, handler))
+    dispatcher = Dispatcher([tool(name="t")(works)], on_error=on(KeyError, handler))
     with pytest.raises(
         TypeError, match=r"handler on\(KeyError, .*handler\) at level 'agent' is async"
     ):
