@@ -6,11 +6,13 @@ import asyncio
 import contextvars
 import threading
 import time
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, cast
 
 import pytest
 
 import toolguard
+from tests._content import str_content
 from toolguard import (
     ControlFlow,
     Dispatcher,
@@ -73,7 +75,7 @@ def test_bad_arguments_get_an_error_result_naming_them_and_the_tool_never_runs(
     result = Dispatcher([add]).dispatch(ToolCall(name="add", arguments=arguments, id="c"))
     assert result.is_error
     assert result.call_id == "c"
-    assert result.content.startswith("Invalid arguments for tool 'add':\n- ")
+    assert str_content(result).startswith("Invalid arguments for tool 'add':\n- ")
     for fragment in expected:
         assert fragment in result.content
     assert runs == []
@@ -190,7 +192,9 @@ def test_methods_static_and_class_methods_dispatch_and_calling_them_is_unchanged
     account = Account(100)
     assert account.withdraw(10) == 90
     assert Account.bank("x") == "Account@x"
-    assert account.fee(500) == 5
+    # cast: toolguard types a staticmethod tool read through an instance as bound, its
+    # first parameter dropped (BoundTool[[], int]); at runtime it takes `amount`
+    assert cast("Callable[[int], int]", account.fee)(500) == 5
     dispatcher = Dispatcher([account.withdraw, Account.bank, Account.fee, account.audit])
     assert "amount" in account.withdraw.parameters["properties"]
     assert "self" not in account.withdraw.parameters["properties"]
@@ -246,7 +250,7 @@ def test_plain_functions_are_decorated_on_the_fly() -> None:
 
 def test_duplicate_tool_names_are_refused() -> None:
     with pytest.raises(ToolDefinitionError, match="two tools are named 'add'"):
-        Dispatcher([add, tool(lambda: 1, name="add")])
+        Dispatcher([add, tool(name="add")(lambda: 1)])
 
 
 def test_single_sync_dispatch_runs_inline_on_the_callers_thread() -> None:
@@ -434,7 +438,7 @@ def _stopper(name: str, return_direct: Any, *, fails: bool = False) -> toolguard
             raise ValueError("x")
         return name
 
-    return tool(body, name=name, return_direct=return_direct)
+    return tool(name=name, return_direct=return_direct)(body)
 
 
 @pytest.mark.parametrize(
@@ -600,10 +604,12 @@ def test_truncation_applies_to_text_blocks_and_error_messages_and_follows_preced
         raise ValueError("e" * 300)
 
     dispatcher = Dispatcher([blocks, loud], max_result_chars=120)
-    first, image = dispatcher.dispatch(ToolCall(name="blocks")).content
+    content = dispatcher.dispatch(ToolCall(name="blocks")).content
+    assert isinstance(content, tuple)
+    first, image = content
     assert isinstance(first, toolguard.Text) and first.text.startswith("b" * 120 + "\n[toolguard")
     assert isinstance(image, toolguard.Image) and len(image.data) == 500
-    assert dispatcher.dispatch(ToolCall(name="loud")).content.endswith("of 300 characters]")
+    assert str_content(dispatcher.dispatch(ToolCall(name="loud"))).endswith("of 300 characters]")
     assert dispatcher.explain("blocks")["max_result_chars"] == toolguard.Setting(120, "agent")
 
 
@@ -640,7 +646,7 @@ def test_handle_result_applies_return_direct_and_truncation_to_a_foreign_result(
     )
     result = dispatcher.handle_result(ToolCall(name="ship_it", id="1"), {"eta": "x" * 200})
     assert result.return_direct is True
-    assert result.content.endswith("of 210 characters]")
+    assert str_content(result).endswith("of 210 characters]")
     bad = dispatcher.handle_result(ToolCall(name="ship_it", id="2"), object())
     assert bad.is_error and bad.return_direct is False
     async_result = asyncio.run(dispatcher.ahandle_result(ToolCall(name="other"), [1]))
@@ -693,16 +699,17 @@ def test_each_failure_says_what_kind_it_is() -> None:
         return "late"
 
     dispatcher = Dispatcher([add, feedback, visible, hidden, slow])
+    calls: list[tuple[str, dict[str, Any] | None]] = [
+        ("add", {"a": 1, "b": 2}),
+        ("add", {"a": "x"}),
+        ("nope", None),
+        ("feedback", None),
+        ("visible", None),
+        ("hidden", None),
+        ("slow", None),
+    ]
     kinds = [
         dispatcher.dispatch(ToolCall(name=name, arguments=arguments)).error_kind
-        for name, arguments in [
-            ("add", {"a": 1, "b": 2}),
-            ("add", {"a": "x"}),
-            ("nope", None),
-            ("feedback", None),
-            ("visible", None),
-            ("hidden", None),
-            ("slow", None),
-        ]
+        for name, arguments in calls
     ]
     assert kinds == [None, "arguments", "unknown_tool", "feedback", "visible", "hidden", "timeout"]

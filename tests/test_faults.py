@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -326,7 +326,7 @@ def _circular() -> list[Any]:
     return items
 
 
-UNSERIALISABLE = {
+UNSERIALISABLE: dict[str, Callable[[], Any]] = {
     "object": SecretRepr,
     "nan": lambda: {"score": math.nan, "who": SECRET},
     "infinity": lambda: [math.inf, SECRET],

@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
+from tests._content import str_content
 from toolguard import (
     Dispatcher,
     HandlerContext,
@@ -15,6 +16,7 @@ from toolguard import (
     ToolCallFailed,
     ToolError,
     ToolPolicy,
+    ToolResult,
     tool,
 )
 from toolguard._handlers import as_handler
@@ -58,12 +60,12 @@ ERRORS: dict[str, Any] = {
 VISIBLE = {"marked": "tool error message", "protocol": "marked message"}
 
 
-def _dispatch(kind: str, handler: Any) -> Any:
+def _dispatch(kind: str, handler: Any) -> ToolResult:
     def failing() -> str:
         raise ERRORS[kind]()
 
     options = {} if handler is None else {"on_error": handler}
-    dispatcher = Dispatcher([tool(failing, name="t", **options)])
+    dispatcher = Dispatcher([tool(name="t", **options)(failing)])
     return dispatcher.dispatch(ToolCall(name="t", id="c1"))
 
 
@@ -110,7 +112,7 @@ def test_fail_fails_every_error_even_visible_ones(kind: str) -> None:
 
 def test_blank_model_message_is_ignored_with_a_warning(logs: list[dict[str, Any]]) -> None:
     result = _dispatch("blank", None)
-    assert result.content.startswith("The tool 't' failed because of an internal error")
+    assert str_content(result).startswith("The tool 't' failed because of an internal error")
     [warning] = [e for e in logs if e["event"] == "blank_model_message"]
     assert warning == {
         "event": "blank_model_message",
@@ -123,7 +125,9 @@ def test_blank_model_message_is_ignored_with_a_warning(logs: list[dict[str, Any]
 def test_on_matches_subclasses_and_tuples_and_declines_otherwise() -> None:
     handler = on((KeyError, ValueError), "bad key or value")
     assert _dispatch("unmarked", handler).content == "bad key or value"
-    assert _dispatch("unmarked", on(LookupError, "x")).content.startswith("The tool 't' failed")
+    assert str_content(_dispatch("unmarked", on(LookupError, "x"))).startswith(
+        "The tool 't' failed"
+    )
 
 
 def test_on_rejects_things_that_are_not_exception_classes() -> None:
@@ -165,7 +169,7 @@ def test_plain_callable_gets_the_error_and_context() -> None:
 
 def test_callable_returning_none_declines() -> None:
     result = _dispatch("unmarked", lambda error, context: None)
-    assert result.content.startswith("The tool 't' failed")
+    assert str_content(result).startswith("The tool 't' failed")
 
 
 def test_async_handler_works_on_the_async_path() -> None:
@@ -176,7 +180,7 @@ def test_async_handler_works_on_the_async_path() -> None:
     def failing() -> str:
         raise ValueError("x")
 
-    dispatcher = Dispatcher([tool(failing, name="t", on_error=handler)])
+    dispatcher = Dispatcher([tool(name="t", on_error=handler)(failing)])
     result = asyncio.run(dispatcher.adispatch(ToolCall(name="t")))
     assert result.content == "async answer"
 
@@ -191,7 +195,7 @@ def test_async_handler_on_the_sync_path_is_a_clear_error_before_the_tool_runs() 
         ran.append(1)
         return "ok"
 
-    dispatcher = Dispatcher([tool(works, name="t")], on_error=on(KeyError, handler))
+    dispatcher = Dispatcher([tool(name="t")(works)], on_error=on(KeyError, handler))
     with pytest.raises(
         TypeError, match=r"handler on\(KeyError, .*handler\) at level 'agent' is async"
     ):

@@ -30,7 +30,7 @@ import importlib.util
 import json
 import secrets
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -130,7 +130,7 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
             stack.extend(current.exceptions)
 
 
-def render(event: dict[str, Any]) -> str:
+def render(event: Mapping[str, Any]) -> str:
     """An event as a log handler could render it, and then some (attributes, locals).
 
     ``error_type`` (the exception's class name) is left out: several events name the
@@ -155,7 +155,7 @@ def render(event: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def events_mentioning(events: list[dict[str, Any]], secret: str) -> list[dict[str, Any]]:
+def events_mentioning(events: Iterable[Mapping[str, Any]], secret: str) -> list[Mapping[str, Any]]:
     return [event for event in events if secret in render(event)]
 
 
@@ -652,10 +652,10 @@ def test_a_hidden_cause_never_reaches_the_model_and_is_logged_exactly_once(
         assert event["event"] in ("tool_error_hidden", "tool_call_failed")
         assert event["exc_info"] is outcome.raised[call_id]
         assert event["call_id"] == call_id
-        result = next((r for r in outcome.results if r.call_id == call_id), None)
-        if result is not None:
-            assert result.is_error
-            assert result.error_id == event["error_id"]
+        answer = next((r for r in outcome.results if r.call_id == call_id), None)
+        if answer is not None:
+            assert answer.is_error
+            assert answer.error_id == event["error_id"]
         else:
             assert outcome.failed is not None
             assert outcome.failed.error_id == event["error_id"]
@@ -721,9 +721,9 @@ def test_a_model_visible_message_always_arrives_intact(
     async def abody(key: str) -> str:
         return body(key)
 
-    options = {} if handlers["tool"] is None else {"on_error": handlers["tool"]}
+    options: dict[str, Any] = {} if handlers["tool"] is None else {"on_error": handlers["tool"]}
     lookup = tool(name="lookup", check_docstring=False, **options)(abody if is_async_tool else body)
-    agent = {} if handlers["agent"] is None else {"on_error": handlers["agent"]}
+    agent: dict[str, Any] = {} if handlers["agent"] is None else {"on_error": handlers["agent"]}
     overrides = {}
     if handlers["override"] is not None:
         overrides["lookup"] = ToolPolicy(on_error=handlers["override"])

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 import pytest
 import structlog
+from structlog.typing import EventDict
 
 import toolguard
 from toolguard import Dispatcher, ToolCall, ToolError, ToolPolicy, tool
@@ -53,7 +54,7 @@ def test_a_secret_never_reaches_the_content_and_is_logged_exactly_once(
     name: str, logs: list[dict[str, Any]]
 ) -> None:
     handler = HIDING[name]
-    options = {} if handler is None else {"on_error": handler}
+    options: dict[str, Any] = {} if handler is None else {"on_error": handler}
     dispatcher = Dispatcher([leaky], **options)
     result = dispatcher.dispatch(ToolCall(name="leaky", arguments={"query": "q"}, id="c1"))
     assert result.is_error
@@ -137,7 +138,7 @@ def test_a_handler_replacing_a_visible_message_counts_as_hidden(
 
 
 def test_success_logs_nothing(logs: list[dict[str, Any]]) -> None:
-    Dispatcher([tool(lambda: "fine", name="ok")]).dispatch(ToolCall(name="ok"))
+    Dispatcher([tool(name="ok")(lambda: "fine")]).dispatch(ToolCall(name="ok"))
     assert logs == []
 
 
@@ -198,7 +199,7 @@ def test_toolguard_never_configures_structlog() -> None:
 def test_a_broken_logging_pipeline_falls_back_to_stdlib_and_never_breaks_the_call(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def explode(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def explode(logger: Any, method: str, event: EventDict) -> EventDict:
         raise RuntimeError("processor bug")
 
     structlog.configure(processors=[explode])

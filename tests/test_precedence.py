@@ -14,12 +14,13 @@ import attrs
 import pytest
 
 import toolguard
+from tests._content import str_content
 from toolguard import Dispatcher, Setting, ToolCall, ToolPolicy, tool
 from toolguard._policy import UNSET
-from toolguard._precedence import LEVELS
+from toolguard._precedence import LEVELS, Level
 from toolguard.handlers import on
 
-SETTABLE = ("call", "override", "tool", "agent", "global")
+SETTABLE: tuple[Level, ...] = ("call", "override", "tool", "agent", "global")
 PAIRS = [(hi, lo) for hi, lo in itertools.combinations(LEVELS, 2)]
 
 
@@ -35,7 +36,7 @@ def _options(policy: ToolPolicy) -> dict[str, Any]:
     }
 
 
-def _run(levels: dict[str, ToolPolicy]) -> tuple[Dispatcher, ToolPolicy | None]:
+def _run(levels: dict[Level, ToolPolicy]) -> tuple[Dispatcher, ToolPolicy | None]:
     """A dispatcher for one failing tool ``t`` with a policy at each given level."""
 
     def t() -> str:
@@ -52,18 +53,25 @@ def _run(levels: dict[str, ToolPolicy]) -> tuple[Dispatcher, ToolPolicy | None]:
     return dispatcher, levels.get("call")
 
 
-def _dispatch(levels: dict[str, ToolPolicy]) -> toolguard.ToolResult:
+def _dispatch(levels: dict[Level, ToolPolicy]) -> toolguard.ToolResult:
     dispatcher, call_policy = _run(levels)
     return dispatcher.dispatch(ToolCall(name="t", id="c1"), policy=call_policy)
 
 
-def _explain(levels: dict[str, ToolPolicy]) -> dict[str, Any]:
+def _explain(levels: dict[Level, ToolPolicy]) -> dict[str, Any]:
     dispatcher, call_policy = _run(levels)
     return dispatcher.explain("t", policy=call_policy)
 
 
+def _chain(explained: dict[str, Setting | tuple[Setting, ...]]) -> tuple[Setting, ...]:
+    """``explain()``'s ``on_error`` entry: the handler chain (a tuple, unlike the scalars)."""
+    chain = explained["on_error"]
+    assert isinstance(chain, tuple)
+    return chain
+
+
 @pytest.mark.parametrize(("hi", "lo"), PAIRS)
-def test_higher_level_handler_answers(hi: str, lo: str) -> None:
+def test_higher_level_handler_answers(hi: Level, lo: Level) -> None:
     levels = {
         level: ToolPolicy(on_error=f"from {level}") for level in (hi, lo) if level in SETTABLE
     }
@@ -73,13 +81,13 @@ def test_higher_level_handler_answers(hi: str, lo: str) -> None:
 
 
 @pytest.mark.parametrize(("hi", "lo"), [p for p in PAIRS if p[0] in SETTABLE])
-def test_declining_handler_falls_through_to_the_lower_level(hi: str, lo: str) -> None:
+def test_declining_handler_falls_through_to_the_lower_level(hi: Level, lo: Level) -> None:
     levels = {hi: ToolPolicy(on_error=on(KeyError, "only for KeyError"))}
     if lo in SETTABLE:
         levels[lo] = ToolPolicy(on_error=f"from {lo}")
     result = _dispatch(levels)
     if lo == "builtin":
-        assert result.content.startswith("The tool 't' failed because of an internal error")
+        assert str_content(result).startswith("The tool 't' failed because of an internal error")
         assert result.error_id is not None and result.error_id in result.content
     else:
         assert result.content == f"from {lo}"
@@ -87,7 +95,7 @@ def test_declining_handler_falls_through_to_the_lower_level(hi: str, lo: str) ->
 
 @pytest.mark.parametrize(("hi", "lo"), PAIRS)
 def test_higher_level_scalar_wins_and_explain_names_it(
-    hi: str, lo: str, logs: list[dict[str, Any]]
+    hi: Level, lo: Level, logs: list[dict[str, Any]]
 ) -> None:
     values = {"call": "critical", "override": "error", "tool": "info", "agent": "debug"}
     values["global"] = "error" if hi != "override" and lo != "override" else "info"
@@ -102,7 +110,7 @@ def test_higher_level_scalar_wins_and_explain_names_it(
 
 
 @pytest.mark.parametrize(("hi", "lo"), PAIRS)
-def test_return_direct_takes_the_highest_level_that_sets_it(hi: str, lo: str) -> None:
+def test_return_direct_takes_the_highest_level_that_sets_it(hi: Level, lo: Level) -> None:
     levels = {}
     if hi in SETTABLE:
         levels[hi] = ToolPolicy(return_direct="always")
@@ -138,14 +146,14 @@ def test_configure_after_decoration_applies_on_the_next_call() -> None:
         raise Boom("no")
 
     dispatcher = Dispatcher([t])
-    assert dispatcher.dispatch(ToolCall(name="t")).content.startswith("The tool 't' failed")
+    assert str_content(dispatcher.dispatch(ToolCall(name="t"))).startswith("The tool 't' failed")
     toolguard.configure(on_error="global says no")
     assert dispatcher.dispatch(ToolCall(name="t")).content == "global says no"
-    assert dispatcher.explain("t")["on_error"][0] == Setting(
-        dispatcher.explain("t")["on_error"][0].value, "global"
+    assert _chain(dispatcher.explain("t"))[0] == Setting(
+        _chain(dispatcher.explain("t"))[0].value, "global"
     )
     toolguard.reset_defaults()
-    assert dispatcher.dispatch(ToolCall(name="t")).content.startswith("The tool 't' failed")
+    assert str_content(dispatcher.dispatch(ToolCall(name="t"))).startswith("The tool 't' failed")
 
 
 def test_exact_override_beats_a_glob_and_the_first_glob_beats_later_ones() -> None:
@@ -161,7 +169,7 @@ def test_exact_override_beats_a_glob_and_the_first_glob_beats_later_ones() -> No
             "search_web": ToolPolicy(on_error=on(KeyError, "exact declines")),
         },
     )
-    chain = dispatcher.explain("search_web")["on_error"]
+    chain = _chain(dispatcher.explain("search_web"))
     assert [s.value.name for s in chain[:3]] == [
         "on(KeyError, 'exact declines')",
         "'first glob'",
@@ -181,7 +189,7 @@ def test_an_override_naming_no_tool_is_an_error_with_a_suggestion() -> None:
 
 
 def test_explain_of_an_unknown_tool_suggests_the_closest_name() -> None:
-    dispatcher = Dispatcher([tool(lambda: "x", name="lookup")])
+    dispatcher = Dispatcher([tool(name="lookup")(lambda: "x")])
     with pytest.raises(KeyError, match="did you mean 'lookup'"):
         dispatcher.explain("lookpu")
 
@@ -213,7 +221,7 @@ def test_an_agent_policy_is_the_later_word_at_each_level() -> None:
         return_direct_mode="any",
     )
     explained = dispatcher.explain("search_web")
-    chain = [(s.value.name, s.level, s.source) for s in explained["on_error"]]
+    chain = [(s.value.name, s.level, s.source) for s in _chain(explained)]
     assert chain == [
         ("on(OSError, 'code override')", "override", "overrides['search_web']"),
         ("on(Boom, 'file override')", "override", 'prod.toml: tools."search_*"'),
@@ -222,8 +230,10 @@ def test_an_agent_policy_is_the_later_word_at_each_level() -> None:
         ("'code agent'", "agent", None),
         ("generic_unless_visible(BUILTIN_MESSAGE)", "builtin", None),
     ]
-    assert explained["log_level"] == Setting("error", "agent")
-    assert explained["log_level"].source == "prod.toml"  # type: ignore[union-attr]
+    log_level = explained["log_level"]
+    assert isinstance(log_level, Setting)
+    assert log_level == Setting("error", "agent")
+    assert log_level.source == "prod.toml"
     assert dispatcher.return_direct_mode == "all"
     assert dispatcher.dispatch(ToolCall(name="search_web")).content == "file override"
 
@@ -233,7 +243,7 @@ def test_a_policy_override_may_name_tools_this_agent_lacks() -> None:
         overrides={"other_agents_tool": ToolPolicy(on_error="x")}, source="shared.toml"
     )
     dispatcher = Dispatcher([_failing_search()], policy=policy)
-    assert dispatcher.dispatch(ToolCall(name="search_web")).content.startswith("The tool")
+    assert str_content(dispatcher.dispatch(ToolCall(name="search_web"))).startswith("The tool")
 
 
 def test_agent_policy_values_are_checked() -> None:
@@ -242,7 +252,7 @@ def test_agent_policy_values_are_checked() -> None:
     with pytest.raises(ValueError, match="max_workers=0"):
         toolguard.AgentPolicy(max_workers=0)
     with pytest.raises(TypeError, match=r"overrides\['x'\] must be a ToolPolicy"):
-        toolguard.AgentPolicy(overrides={"x": "y"})  # type: ignore[dict-item]
+        toolguard.AgentPolicy(overrides={"x": "y"})
     with pytest.raises(toolguard.ToolDefinitionError, match="policy= takes an AgentPolicy"):
         Dispatcher([], policy=ToolPolicy())  # type: ignore[arg-type]
     with pytest.raises(toolguard.ToolDefinitionError, match="bad glob"):

@@ -23,7 +23,9 @@ import toolguard._pools as pools_module
 from toolguard import Dispatcher, ToolCall, tool
 
 
-def test_a_sync_tools_own_timeout_error_is_not_reported_as_an_overrun(logs):
+def test_a_sync_tools_own_timeout_error_is_not_reported_as_an_overrun(
+    logs: list[dict[str, Any]],
+) -> None:
     @tool(timeout=5)
     def lookup(key: str) -> str:
         raise TimeoutError("db socket timed out (password=hunter2)")
@@ -33,8 +35,10 @@ def test_a_sync_tools_own_timeout_error_is_not_reported_as_an_overrun(logs):
     assert [e["event"] for e in logs] == ["tool_error_hidden"]
 
 
-def test_an_offloaded_tools_timeout_error_reaches_the_log_intact(logs):
-    raised = []
+def test_an_offloaded_tools_timeout_error_reaches_the_log_intact(
+    logs: list[dict[str, Any]],
+) -> None:
+    raised: list[TimeoutError] = []
 
     @tool
     def lookup(key: str) -> str:
@@ -50,7 +54,7 @@ def test_an_offloaded_tools_timeout_error_reaches_the_log_intact(logs):
     assert event["exc_info"].__cause__ is not None
 
 
-def test_a_raising_marker_logs_the_hidden_cause_once(logs):
+def test_a_raising_marker_logs_the_hidden_cause_once(logs: list[dict[str, Any]]) -> None:
     class Broken(Exception):
         def message_for_model(self) -> str:
             raise RuntimeError("marker broke")
@@ -68,7 +72,9 @@ def test_a_raising_marker_logs_the_hidden_cause_once(logs):
     assert carrying == ["tool_error_hidden"]
 
 
-def test_a_handler_answering_a_non_content_value_is_logged_as_handler_raised(logs):
+def test_a_handler_answering_a_non_content_value_is_logged_as_handler_raised(
+    logs: list[dict[str, Any]],
+) -> None:
     @tool(on_error=lambda error, context: 42)
     def t() -> str:
         raise RuntimeError("boom")
@@ -93,7 +99,9 @@ class BadRepr:
 @pytest.mark.parametrize(
     "bad", [_deep(10_000), 10**5000, BadRepr()], ids=["deep", "huge-int", "bad-repr"]
 )
-def test_unrenderable_bad_values_still_get_a_validation_message(bad, logs):
+def test_unrenderable_bad_values_still_get_a_validation_message(
+    bad: Any, logs: list[dict[str, Any]]
+) -> None:
     @tool
     def t(n: int, name: str = "") -> str:
         return "ran"
@@ -104,7 +112,7 @@ def test_unrenderable_bad_values_still_get_a_validation_message(bad, logs):
     assert logs == []
 
 
-def test_argument_names_are_echoed_bounded():
+def test_argument_names_are_echoed_bounded() -> None:
     @tool
     def t(n: int) -> str:
         return "ran"
@@ -113,13 +121,13 @@ def test_argument_names_are_echoed_bounded():
     assert len(result.text) < 1000
 
 
-def test_an_unknown_tool_name_is_echoed_escaped():
-    result = Dispatcher([tool(lambda: "x", name="refund")]).dispatch(ToolCall(name="ref\udcffund"))
+def test_an_unknown_tool_name_is_echoed_escaped() -> None:
+    result = Dispatcher([tool(name="refund")(lambda: "x")]).dispatch(ToolCall(name="ref\udcffund"))
     result.text.encode("utf-8")
 
 
-def test_nan_and_infinity_are_refused_for_a_float_argument():
-    ran = []
+def test_nan_and_infinity_are_refused_for_a_float_argument() -> None:
+    ran: list[float] = []
 
     @tool
     def t(x: float) -> str:
@@ -130,7 +138,7 @@ def test_nan_and_infinity_are_refused_for_a_float_argument():
     assert result.is_error and ran == []
 
 
-def test_a_keyboard_interrupt_from_any_call_stops_a_sync_round_at_once():
+def test_a_keyboard_interrupt_from_any_call_stops_a_sync_round_at_once() -> None:
     release = threading.Event()
 
     @tool
@@ -158,7 +166,7 @@ def test_a_keyboard_interrupt_from_any_call_stops_a_sync_round_at_once():
         agent.close()
 
 
-def test_interrupt_main_stops_a_waiting_sync_round():
+def test_interrupt_main_stops_a_waiting_sync_round() -> None:
     release = threading.Event()
 
     @tool
@@ -181,7 +189,9 @@ def test_interrupt_main_stops_a_waiting_sync_round():
         agent.close()
 
 
-def test_concurrent_first_rounds_share_one_pool_and_close_leaves_no_thread(monkeypatch):
+def test_concurrent_first_rounds_share_one_pool_and_close_leaves_no_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     class SlowStart(ThreadPoolExecutor):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             time.sleep(0.05)  # widens the check-then-set window in Dispatcher._pool()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import toolguard
+from tests._content import str_content
 from toolguard import (
     Breaker,
     ControlFlow,
@@ -41,7 +43,9 @@ class FakeTime:
         return self.now
 
 
-def _flaky(failures: list[BaseException], name: str = "flaky") -> tuple[Any, list[int]]:
+def _flaky(
+    failures: list[BaseException], name: str = "flaky"
+) -> tuple[Callable[[], str], list[int]]:
     """A tool that raises each of ``failures`` in turn, then succeeds."""
     runs: list[int] = []
 
@@ -61,7 +65,7 @@ def test_transient_failures_are_retried_with_exponential_backoff() -> None:
     fake = FakeTime()
     body, runs = _flaky([ConnectionError("a"), ConnectionError("b"), ConnectionError("c")])
     retry = Retry(attempts=5, initial=1, max_delay=3, jitter=0, sleep=fake.sleep)
-    result = Dispatcher([tool(body, name="flaky", retries=retry)]).dispatch(ToolCall(name="flaky"))
+    result = Dispatcher([tool(name="flaky", retries=retry)(body)]).dispatch(ToolCall(name="flaky"))
     assert result.content == "ok after 4"
     assert len(runs) == 4
     assert fake.sleeps == [1.0, 2.0, 3.0]  # doubling, capped at max_delay
@@ -71,7 +75,7 @@ def test_jitter_stays_within_its_bound() -> None:
     fake = FakeTime()
     body, _ = _flaky([ConnectionError()] * 4)
     retry = Retry(attempts=5, initial=1, max_delay=1, jitter=0.25, sleep=fake.sleep)
-    Dispatcher([tool(body, name="flaky", retries=retry)]).dispatch(ToolCall(name="flaky"))
+    Dispatcher([tool(name="flaky", retries=retry)(body)]).dispatch(ToolCall(name="flaky"))
     assert len(fake.sleeps) == 4
     assert all(1.0 <= s <= 1.25 for s in fake.sleeps)
 
@@ -86,7 +90,7 @@ def test_only_listed_types_are_retried_never_visible_errors(error: Exception) ->
     retry = Retry(attempts=3, on=(Exception,), sleep=fake.sleep)
     if isinstance(error, ValueError):
         retry = Retry(attempts=3, sleep=fake.sleep)  # default: transient errors only
-    result = Dispatcher([tool(body, name="flaky", retries=retry)]).dispatch(ToolCall(name="flaky"))
+    result = Dispatcher([tool(name="flaky", retries=retry)(body)]).dispatch(ToolCall(name="flaky"))
     assert result.is_error
     assert runs == [1]
     assert fake.sleeps == []
@@ -98,7 +102,7 @@ def test_control_flow_is_never_retried(error_type: type[BaseException]) -> None:
     body, runs = _flaky([error_type("stop")])
     retry = Retry(attempts=3, on=lambda e: True, sleep=fake.sleep)
     with pytest.raises(error_type):
-        Dispatcher([tool(body, name="flaky", retries=retry)]).dispatch(ToolCall(name="flaky"))
+        Dispatcher([tool(name="flaky", retries=retry)(body)]).dispatch(ToolCall(name="flaky"))
     assert runs == [1]
 
 
@@ -108,11 +112,10 @@ def test_exhausted_retries_reach_the_handler_chain_with_the_last_error_logged_on
     fake = FakeTime()
     body, runs = _flaky([ConnectionError(f"attempt {i}") for i in range(1, 10)])
     guarded = tool(
-        body,
         name="flaky",
         retries=Retry(attempts=3, jitter=0, sleep=fake.sleep),
         on_error=on(ConnectionError, "Still down ({error_id})."),
-    )
+    )(body)
     result = Dispatcher([guarded]).dispatch(ToolCall(name="flaky", id="c1"))
     assert result.content == f"Still down ({result.error_id})."
     assert len(runs) == 3
@@ -133,7 +136,7 @@ def test_total_time_caps_retries_with_an_injected_clock() -> None:
     retry = Retry(
         attempts=10, initial=2, max_delay=2, jitter=0, total=5, sleep=fake.sleep, clock=fake.clock
     )
-    result = Dispatcher([tool(body, name="flaky", retries=retry)]).dispatch(ToolCall(name="flaky"))
+    result = Dispatcher([tool(name="flaky", retries=retry)(body)]).dispatch(ToolCall(name="flaky"))
     assert result.is_error
     assert fake.sleeps == [2.0, 2.0, 2.0]  # at t=6 the 5 s budget is spent
     assert len(runs) == 4
@@ -163,7 +166,7 @@ def test_an_unused_retry_policy_runs_the_tool_once_and_builds_nothing(
     built: list[int] = []
     monkeypatch.setattr(tenacity.Retrying, "__init__", lambda *a, **k: built.append(1))
     body, runs = _flaky([])
-    Dispatcher([tool(body, name="ok", retries=3)]).dispatch(ToolCall(name="ok"))
+    Dispatcher([tool(name="ok", retries=3)(body)]).dispatch(ToolCall(name="ok"))
     assert runs == [1]
     assert built == []
 
@@ -186,7 +189,7 @@ def test_bad_retry_values_are_refused() -> None:
     with pytest.raises(ValueError, match="attempts=0"):
         Retry(attempts=0)
     with pytest.raises(ValueError, match="use exception classes or a predicate"):
-        Retry(on=("ConnectionError",))  # type: ignore[arg-type]
+        Retry(on=("ConnectionError",))
 
 
 # --- timeouts --------------------------------------------------------------------------
@@ -204,7 +207,7 @@ def test_a_slow_sync_tool_times_out_with_a_visible_toolguard_message() -> None:
         result = dispatcher.dispatch(ToolCall(name="search", arguments={"query": "q"}))
         release.set()
     assert result.is_error
-    assert result.content.startswith("The tool 'search' did not finish within 0.05 s.")
+    assert str_content(result).startswith("The tool 'search' did not finish within 0.05 s.")
     assert result.error_id is None
 
 
@@ -243,7 +246,7 @@ def test_a_slow_async_tool_is_cancelled() -> None:
         return "late"
 
     result = asyncio.run(Dispatcher([crawl]).adispatch(ToolCall(name="crawl")))
-    assert result.content.startswith("The tool 'crawl' did not finish within 0.05 s.")
+    assert str_content(result).startswith("The tool 'crawl' did not finish within 0.05 s.")
     assert cancelled == [True]
 
 
@@ -305,8 +308,8 @@ def test_retry_with_feedback_counts_per_session_and_says_so() -> None:
     call = ToolCall(name="lookup", arguments={"query": "forty-two"})
     first, second, third = (session.dispatch(call) for _ in range(3))
     assert first.content == "Send the order number as digits only, e.g. '42'. (retry 1 of 2)"
-    assert second.content.endswith("(retry 2 of 2)")
-    assert third.content.startswith(
+    assert str_content(second).endswith("(retry 2 of 2)")
+    assert str_content(third).startswith(
         "The tool 'lookup' was called incorrectly too many times (2 retries are allowed"
     )
     assert third.error_id is not None
@@ -319,15 +322,15 @@ def test_successes_do_not_reset_the_budget_silently() -> None:
     good = ToolCall(name="lookup", arguments={"query": "1"})
     session.dispatch(bad)
     assert session.dispatch(good).content == "order 1"
-    assert session.dispatch(bad).content.endswith("(retry 2 of 2)")
+    assert str_content(session.dispatch(bad)).endswith("(retry 2 of 2)")
     session.reset("lookup")
-    assert session.dispatch(bad).content.endswith("(retry 1 of 2)")
+    assert str_content(session.dispatch(bad)).endswith("(retry 1 of 2)")
 
 
 def test_parallel_calls_of_one_tool_in_one_step_count_once() -> None:
     session = Dispatcher([lookup]).session()
     round_ = session.run([ToolCall(name="lookup", arguments={"query": q}) for q in "abc"])
-    assert [r.content[-14:] for r in round_.results] == ["(retry 1 of 2)"] * 3
+    assert [str_content(r)[-14:] for r in round_.results] == ["(retry 1 of 2)"] * 3
     assert session.state("lookup").model_retries == 1
 
 
@@ -367,7 +370,7 @@ def test_sessions_on_one_dispatcher_never_share_counts() -> None:
     def converse(index: int) -> None:
         barrier.wait()
         contents[index] = [
-            sessions[index].dispatch(ToolCall(name="lookup", arguments={"query": "x"})).content
+            str_content(sessions[index].dispatch(ToolCall(name="lookup", arguments={"query": "x"})))
             for _ in range(2)
         ]
 
@@ -390,7 +393,7 @@ def test_sessions_in_concurrent_tasks_never_share_counts() -> None:
         for _ in range(2):
             await asyncio.sleep(0)
             result = await session.adispatch(ToolCall(name="lookup", arguments={"query": "x"}))
-            out.append(result.content[-14:])
+            out.append(str_content(result)[-14:])
         return out
 
     async def main() -> list[list[str]]:
@@ -423,7 +426,7 @@ def test_breaker_opens_short_circuits_and_closes_after_the_cooldown(
     assert len(runs) == 2
     blocked = session.dispatch(call)
     assert len(runs) == 2  # not run while open
-    assert blocked.content.startswith(
+    assert str_content(blocked).startswith(
         "The tool 'search' is unavailable: it failed 2 times in a row. "
         "Do not call it again for about 30 s"
     )

@@ -177,7 +177,7 @@ def test_round_trip(logs: list[dict[str, Any]]) -> None:
     round_ = dispatcher.run([fmt.parse_call(request) for request in requests], context=ALICE)
     check_round(round_)
     assert [result.call_id for result in round_.results] == ["7", "8"]
-    responses = [
+    responses: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": request.id, "result": fmt.call_result(result)}
         for request, result in zip(requests, round_.results, strict=True)
     ]
