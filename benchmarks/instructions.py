@@ -44,7 +44,7 @@ CASES = (
 )
 
 
-def _cases() -> dict[str, Callable[[], Any]]:
+def _cases(case: str) -> dict[str, Callable[[], Any]]:
     """Each case as a thunk doing one call (built in the child, outside the count)."""
     sys.path.insert(0, str(ROOT))
     import logging
@@ -93,10 +93,11 @@ def _cases() -> dict[str, Callable[[], Any]]:
             return error
         return value
 
+    if case == "dispatch_dict_general":  # the plan that decides nothing in advance
+        from toolguard import _runner
+
+        _runner.plan_for = lambda is_async, resolved: _runner.GENERAL
     d = Dispatcher([tool(add), tool(add_async), tool(boom), tool(refuse)])
-    general = Dispatcher([tool(add)], max_workers=1)
-    if hasattr(general, "_runner"):  # the general plan, forced
-        general._runner.fast_plans = False
     retrying = Dispatcher([tool(add, retries=Retry(attempts=3))])
     session = Dispatcher([tool(add, breaker=Breaker())]).session()
     loop = asyncio.new_event_loop()
@@ -112,7 +113,7 @@ def _cases() -> dict[str, Callable[[], Any]]:
     return {
         "floor": floor,
         "dispatch_dict": lambda: d.dispatch(dict_call),
-        "dispatch_dict_general": lambda: general.dispatch(dict_call),
+        "dispatch_dict_general": lambda: d.dispatch(dict_call),
         "dispatch_json": lambda: d.dispatch(json_call),
         "dispatch_retry_unused": lambda: retrying.dispatch(dict_call),
         "session_breaker": lambda: session.dispatch(dict_call),
@@ -126,7 +127,7 @@ def _cases() -> dict[str, Callable[[], Any]]:
 
 
 def child(case: str, calls: int) -> None:
-    thunk = _cases()[case]
+    thunk = _cases(case)[case]
     for _ in range(calls):
         thunk()
 

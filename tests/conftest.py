@@ -10,6 +10,7 @@ import structlog
 from structlog.testing import capture_logs
 
 import toolguard
+from toolguard import _runner
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +29,18 @@ def logs() -> Iterator[list[dict[str, Any]]]:
         # structlog types the entries as its EventDict (a MutableMapping); each is a
         # dict, copied from the bound context of the default context_class (dict).
         yield cast("list[dict[str, Any]]", captured)
+
+
+@pytest.fixture(params=["planned", "general"])
+def plans(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test twice: with each tool's own plan, and with the general plan forced.
+
+    The general plan decides nothing in advance (every call takes the pipeline's
+    checks); a tool must answer the same under both. ``reset_defaults()`` moves the
+    config version, so dispatchers built before the test plan again.
+    """
+    if request.param == "general":
+        monkeypatch.setattr(_runner, "plan_for", lambda is_async, resolved: _runner.GENERAL)
+    toolguard.reset_defaults()
+    yield str(request.param)
+    toolguard.reset_defaults()

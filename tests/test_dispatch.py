@@ -29,6 +29,9 @@ from toolguard import (
 )
 from toolguard.handlers import fail
 
+# Every case runs under each tool's own plan and under the general plan (conftest).
+pytestmark = pytest.mark.usefixtures("plans")
+
 # --- arguments -----------------------------------------------------------------
 
 runs: list[tuple[Any, ...]] = []
@@ -713,3 +716,18 @@ def test_each_failure_says_what_kind_it_is() -> None:
         for name, arguments in calls
     ]
     assert kinds == [None, "arguments", "unknown_tool", "feedback", "visible", "hidden", "timeout"]
+
+
+def test_the_plans_fixture_runs_each_case_under_the_plan_it_names(plans: str) -> None:
+    """The positive control for ``plans``: a plain tool is planned inline, or not at all."""
+    from toolguard._runner import GENERAL
+
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    dispatcher = Dispatcher([ping])
+    assert dispatcher.dispatch(ToolCall(name="ping")).content == "pong"
+    plan = dispatcher._runner.entries["ping"].plan
+    assert (plan is GENERAL) == (plans == "general")
+    assert plan.name == ("general" if plans == "general" else "inline+direct+plain")

@@ -515,15 +515,17 @@ def play(scenario: Scenario, secret_of: Callable[[int], str]) -> Outcome:
     if scenario.handlers.get("agent") is not None:
         agent["on_error"] = scenario.handlers["agent"]
     overrides = {}
-    if scenario.handlers.get("override") is not None:
+    override = scenario.handlers.get("override")
+    if override is not None:
         key = "look*" if scenario.override_glob else "lookup"
-        overrides[key] = ToolPolicy(on_error=scenario.handlers["override"])
+        overrides[key] = ToolPolicy(on_error=override)
     global_options = dict(scenario.scalars.get("global", {}))
     if scenario.handlers.get("global") is not None:
         global_options["on_error"] = scenario.handlers["global"]
     call_policy = None
-    if scenario.handlers.get("call") is not None:
-        call_policy = ToolPolicy(on_error=scenario.handlers["call"])
+    call_handler = scenario.handlers.get("call")
+    if call_handler is not None:
+        call_policy = ToolPolicy(on_error=call_handler)
 
     calls: list[ToolCall] = []
     secrets_by_id: dict[str, str] = {}

@@ -216,7 +216,7 @@ def test_configure_rejects_unknown_options_with_a_suggestion() -> None:
     with pytest.raises(
         TypeError, match=r"unknown option 'log_levl' \(did you mean 'log_level'\?\)"
     ):
-        toolguard.configure(log_levl="info")
+        toolguard.configure(log_levl="info")  # type: ignore[call-arg]  # the typo under test
     with pytest.raises(ValueError, match="log_level='loud' is not allowed"):
         toolguard.configure(log_level="loud")
     assert toolguard.get_config() == ToolPolicy()

@@ -252,7 +252,7 @@ def test_agent_policy_values_are_checked() -> None:
     with pytest.raises(ValueError, match="max_workers=0"):
         toolguard.AgentPolicy(max_workers=0)
     with pytest.raises(TypeError, match=r"overrides\['x'\] must be a ToolPolicy"):
-        toolguard.AgentPolicy(overrides={"x": "y"})
+        toolguard.AgentPolicy(overrides={"x": "y"})  # type: ignore[dict-item]  # under test
     with pytest.raises(toolguard.ToolDefinitionError, match="policy= takes an AgentPolicy"):
         Dispatcher([], policy=ToolPolicy())  # type: ignore[arg-type]
     with pytest.raises(toolguard.ToolDefinitionError, match="bad glob"):

@@ -27,6 +27,9 @@ from toolguard import (
 )
 from toolguard.handlers import on
 
+# Every case runs under each tool's own plan and under the general plan (conftest).
+pytestmark = pytest.mark.usefixtures("plans")
+
 
 class FakeTime:
     """An injected clock and sleep: no real waiting in tests."""
@@ -189,7 +192,7 @@ def test_bad_retry_values_are_refused() -> None:
     with pytest.raises(ValueError, match="attempts=0"):
         Retry(attempts=0)
     with pytest.raises(ValueError, match="use exception classes or a predicate"):
-        Retry(on=("ConnectionError",))
+        Retry(on=("ConnectionError",))  # type: ignore[arg-type]  # a name, not a class
 
 
 # --- timeouts --------------------------------------------------------------------------

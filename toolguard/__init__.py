@@ -39,7 +39,6 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree never 
     __version__ = "0+unknown"
 
 __all__ = [
-    "UNSET",
     "AgentPolicy",
     "BoundTool",
     "Breaker",
@@ -70,6 +69,7 @@ __all__ = [
     "ToolState",
     "ToolTimeout",
     "ToolUnavailable",
+    "UNSET",
     "UnknownTool",
     "VisibleToModel",
     "__version__",

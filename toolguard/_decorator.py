@@ -15,7 +15,16 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    ParamSpec,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    overload,
+)
 
 import attrs
 import wrapt
@@ -134,15 +143,15 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
         return cached
 
     if TYPE_CHECKING:
-
-        # read on the class, a method is unbound (all its parameters); read on an
-        # instance, the instance is its first argument
-        @overload
-        def __get__(self, instance: None, owner: type[Any] | None = None, /) -> BoundTool[P, R]: ...
+        # Bound to an instance (or, for a class method, its class) the first parameter
+        # is taken. A static method read on an instance is typed as bound too (mypy
+        # cannot tell it apart): a limit of the annotation, not of the runtime.
         @overload
         def __get__(
             self: Tool[Concatenate[T, P2], R2], instance: T, owner: type[Any] | None = None, /
         ) -> BoundTool[P2, R2]: ...
+        @overload
+        def __get__(self, instance: None, owner: type[Any] | None = None, /) -> BoundTool[P, R]: ...
         def __get__(self, instance: Any, owner: type[Any] | None = None, /) -> Any: ...
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -243,6 +252,12 @@ def _build(
     return Tool(function, spec)
 
 
+class _Decorate(Protocol):
+    """What ``tool(name=..., ...)`` returns: the decorator."""
+
+    def __call__(self, function: Callable[P, R], /) -> Tool[P, R]: ...
+
+
 @overload
 def tool(
     function: Callable[P, R],
@@ -264,7 +279,7 @@ def tool(
     check_docstring: bool = True,
     strict: bool = False,
     **options: Unpack[PolicyOptions],
-) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+) -> _Decorate: ...
 
 
 def tool(
@@ -276,7 +291,7 @@ def tool(
     check_docstring: bool = True,
     strict: bool = False,
     **options: Unpack[PolicyOptions],
-) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+) -> Tool[P, R] | _Decorate:
     """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
 
     Options are the :class:`~toolguard.ToolPolicy` fields: ``on_error`` (a handler,
@@ -300,7 +315,7 @@ def tool(
             options=options,
         )
 
-    def decorate(fn: Callable[P, R]) -> Tool[P, R]:
+    def decorate(fn: Callable[P2, R2]) -> Tool[P2, R2]:
         return _build(
             fn,
             name=name,

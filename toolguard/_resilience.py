@@ -25,9 +25,7 @@ __all__ = ["TRANSIENT", "Breaker", "Retry", "to_breaker", "to_retry", "to_timeou
 TRANSIENT: Final[tuple[type[Exception], ...]] = (ConnectionError, TimeoutError)
 
 
-RetryOn: TypeAlias = (
-    "type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], bool]"
-)
+RetryOn: TypeAlias = "type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], bool]"
 """What ``Retry(on=...)`` accepts: exception classes, or a predicate on the error."""
 
 

@@ -52,7 +52,8 @@ class Plan:
     * ``plain``: a success needs no truncation and no ``return_direct`` decision.
 
     :data:`GENERAL` is the plan that decides nothing in advance: every tool gives the
-    same results under it (a test runs the dispatch suite with it forced).
+    same results under it. The tests run the dispatch and resilience suites with it
+    forced (``plan_for`` replaced), so both kinds of plan are pinned by the same cases.
     """
 
     __slots__ = ("direct", "inline", "name", "plain")
@@ -118,22 +119,16 @@ class Entry:
 
 
 class Runner:
-    """Runs the agent's tools, and hands every outcome to the guard.
-
-    ``fast_plans=False`` runs every tool under :data:`GENERAL` (for tests).
-    """
+    """Runs the agent's tools, and hands every outcome to the guard."""
 
     def __init__(
         self,
         guard: Guard,
         tools: Iterable[tuple[str, Callable[..., Any], Arguments, bool]],
         pools: Pools,
-        *,
-        fast_plans: bool = True,
     ) -> None:
         self.guard = guard
         self.pools = pools
-        self.fast_plans = fast_plans
         self.entries = {
             name: Entry(name, function, arguments, is_async, guard.rules(name))
             for name, function, arguments, is_async in tools
@@ -152,14 +147,14 @@ class Runner:
             self._refresh(entry)
             return entry.resolved, entry.plan
         resolved = self.guard.resolved(entry.rules, policy)
-        return resolved, plan_for(entry.is_async, resolved) if self.fast_plans else GENERAL
+        return resolved, plan_for(entry.is_async, resolved)
 
     def _refresh(self, entry: Entry) -> None:
         """Plan ``entry`` under the current global defaults. Versions only move
         forward, so a slow thread can never leave an older plan under a newer version."""
         version = _config._version
         resolved = self.guard.resolved(entry.rules)
-        plan = plan_for(entry.is_async, resolved) if self.fast_plans else GENERAL
+        plan = plan_for(entry.is_async, resolved)
         with self._lock:
             if entry.version >= version:
                 return
