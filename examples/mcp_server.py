@@ -8,7 +8,7 @@ connection), so nothing is spawned and no network is used. Run it with::
 To serve the same tools to a real MCP host (Claude Desktop, an IDE, ...) over
 stdio, point it at ``toolguard serve-mcp examples.mcp_server:dispatcher``.
 
-Needs ``pip install "toolguard[mcp]"``.
+Needs ``pip install "toolguard-agents[mcp]"``.
 """
 
 from __future__ import annotations

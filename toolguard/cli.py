@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve-mcp",
-        help="serve the tools as an MCP server over stdio (needs toolguard[mcp])",
+        help="serve the tools as an MCP server over stdio (needs toolguard-agents[mcp])",
         description="Serve a Dispatcher's tools as an MCP server over stdio "
         "(see docs/integrations/mcp.md).",
     )

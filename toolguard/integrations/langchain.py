@@ -1,4 +1,4 @@
-"""toolguard for LangChain and LangGraph (``pip install "toolguard[langchain]"``).
+"""toolguard for LangChain and LangGraph (``pip install "toolguard-agents[langchain]"``).
 
 Two pieces, usable together or apart::
 
@@ -66,7 +66,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.langchain needs langchain, langchain-core and langgraph 1.x: "
-        'pip install "toolguard[langchain]"'
+        'pip install "toolguard-agents[langchain]"'
     ) from error
 
 try:

@@ -1,4 +1,4 @@
-"""Serve a :class:`~toolguard.Dispatcher`'s tools as an MCP server (``toolguard[mcp]``).
+"""Serve a :class:`~toolguard.Dispatcher`'s tools as an MCP server (``toolguard-agents[mcp]``).
 
 ::
 
@@ -23,7 +23,7 @@ model always gets toolguard's answer. One thing it *does* do is answer an
 exception escaping a handler with a JSON-RPC error whose message is ``str(exc)``;
 :func:`mcp_server` therefore never lets one escape (see :func:`mcp_server`).
 
-Requires the official SDK, version 2 (``pip install "toolguard[mcp]"``).
+Requires the official SDK, version 2 (``pip install "toolguard-agents[mcp]"``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.mcp needs the official MCP SDK, version 2: "
-        'pip install "toolguard[mcp]"'
+        'pip install "toolguard-agents[mcp]"'
     ) from error
 
 from toolguard._decorator import BoundTool, Tool

@@ -1,4 +1,4 @@
-"""toolguard for the OpenAI Agents SDK (``pip install "toolguard[openai-agents]"``).
+"""toolguard for the OpenAI Agents SDK (``pip install "toolguard-agents[openai-agents]"``).
 
 ::
 
@@ -71,7 +71,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.openai_agents needs the OpenAI Agents SDK: "
-        'pip install "toolguard[openai-agents]"'
+        'pip install "toolguard-agents[openai-agents]"'
     ) from error
 
 from toolguard._decorator import BoundTool, Tool

@@ -1,4 +1,4 @@
-"""toolguard for Pydantic AI (``pip install "toolguard[pydantic-ai]"``).
+"""toolguard for Pydantic AI (``pip install "toolguard-agents[pydantic-ai]"``).
 
 ::
 
@@ -78,7 +78,8 @@ try:
     from pydantic_core import SchemaValidator, core_schema
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        'toolguard.integrations.pydantic_ai needs Pydantic AI: pip install "toolguard[pydantic-ai]"'
+        "toolguard.integrations.pydantic_ai needs Pydantic AI: "
+        'pip install "toolguard-agents[pydantic-ai]"'
     ) from error
 
 from toolguard._decorator import BoundTool, Tool
