@@ -6,7 +6,7 @@ Each case runs in a fresh interpreter under ``valgrind --tool=callgrind`` twice:
 with a warm-up of ``WARM`` calls, once with the warm-up plus ``N`` more. The
 difference divided by ``N`` is the cost of one call, with start-up, imports and
 first-call work cancelled out. Counts are repeatable for the same interpreter,
-inputs and environment, whatever else the machine is doing.
+inputs and environment (the hash seed is fixed), whatever else the machine is doing.
 
 The ``floor`` case is what any guard must do at least: a prebuilt pydantic-core
 validator over the arguments, the call, and a ``try/except`` around both.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import subprocess
@@ -144,7 +145,9 @@ def count(case: str, calls: int) -> int:
         case,
         str(calls),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    # a fixed hash seed: dict and set layouts (and so instruction counts) repeat exactly
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"{case}: callgrind failed:\n{done.stderr[-2000:]}")

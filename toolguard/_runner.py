@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from pydantic_core import ValidationError
+
 from toolguard import _config
 from toolguard._attempts import (
     Attempts,
@@ -97,6 +99,7 @@ class Entry:
         "plan",
         "resolved",
         "rules",
+        "validate",
         "version",
     )
 
@@ -111,6 +114,9 @@ class Entry:
         self.name = name
         self.function = function
         self.arguments = arguments
+        # the validator itself, when the model's dict is all the function takes (no
+        # injected or positional-only parameters): such calls skip Arguments.bind
+        self.validate = arguments.plain_validate
         self.is_async = is_async
         self.rules = rules
         self.resolved = _UNPLANNED
@@ -180,7 +186,15 @@ class Runner:
         report = False
         counter: Attempts | None = None
         try:
-            args, kwargs = entry.arguments.bind(call, context)
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:  # Arguments.bind, shortened
+                args: tuple[Any, ...] = ()
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
             if breaker is not None:
                 report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
@@ -262,7 +276,15 @@ class Runner:
         report = False
         counter: Attempts | None = None
         try:
-            args, kwargs = entry.arguments.bind(call, context)
+            raw = call.arguments
+            if type(raw) is dict and entry.validate is not None:  # Arguments.bind, shortened
+                args: tuple[Any, ...] = ()
+                try:
+                    kwargs = entry.validate(raw)
+                except ValidationError as invalid:
+                    raise entry.arguments.invalid(invalid) from None
+            else:
+                args, kwargs = entry.arguments.bind(call, context)
             if breaker is not None:
                 report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:

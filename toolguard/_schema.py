@@ -106,6 +106,14 @@ class Arguments:
     def injected(self) -> tuple[str, ...]:
         return self.call_id_params + self.context_params
 
+    @property
+    def plain_validate(self) -> Callable[[Any], dict[str, Any]] | None:
+        """The validator alone, when a dict the model sent is all the function takes
+        (no injected or positional-only parameters); ``None`` otherwise."""
+        if self.positional or self.injected:
+            return None
+        return self.validator.validate_python
+
     def bind(self, call: ToolCall, context: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate the model's arguments; return ``(args, kwargs)`` for the function.
 
