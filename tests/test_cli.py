@@ -127,7 +127,7 @@ def test_explain_prints_value_level_and_source_per_setting(
     assert (code, err) == (0, "")
     rows = _rows(out)
     assert rows[:5] == [
-        "round settings: return_direct_mode = any, max_workers = 3",
+        "round settings: return_direct_mode = any, max_workers = 3, max_abandoned = 4",
         "",
         "tool search_web",
         "setting value level source",

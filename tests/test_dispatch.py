@@ -597,7 +597,7 @@ def test_long_results_are_truncated_with_a_note_to_the_model() -> None:
     )
 
 
-def test_truncation_applies_to_text_blocks_and_error_messages_and_follows_precedence() -> None:
+def test_truncation_bounds_blocks_and_error_messages_and_follows_precedence() -> None:
     @tool
     def blocks() -> list[Any]:
         return [toolguard.Text(text="b" * 150), toolguard.Image(data="x" * 500, media_type="i/p")]
@@ -609,9 +609,14 @@ def test_truncation_applies_to_text_blocks_and_error_messages_and_follows_preced
     dispatcher = Dispatcher([blocks, loud], max_result_chars=120)
     content = dispatcher.dispatch(ToolCall(name="blocks")).content
     assert isinstance(content, tuple)
-    first, image = content
-    assert isinstance(first, toolguard.Text) and first.text.startswith("b" * 120 + "\n[toolguard")
-    assert isinstance(image, toolguard.Image) and len(image.data) == 500
+    # the limit is for the whole content: the text is cut, the image that no longer
+    # fits is left out, and one note says so
+    first, note = content
+    assert first == toolguard.Text(text="b" * 120)
+    assert isinstance(note, toolguard.Text)
+    assert note.text == (
+        "[toolguard: output truncated: showing the first 120 of 650 characters; 1 image(s) omitted]"
+    )
     assert str_content(dispatcher.dispatch(ToolCall(name="loud"))).endswith("of 300 characters]")
     assert dispatcher.explain("blocks")["max_result_chars"] == toolguard.Setting(120, "agent")
 

@@ -12,19 +12,21 @@ import inspect
 import random
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
 from concurrent.futures import wait as futures_wait
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import tenacity
 
 from toolguard._logging import emit
+from toolguard._pools import Pools
 from toolguard._resilience import Retry
 from toolguard.errors import ToolTimeout
 
 __all__ = [
+    "GRACE",
     "Attempts",
     "acall_with_timeout",
+    "athread_with_timeout",
     "call_with_timeout",
     "retry_async",
     "retry_sync",
@@ -32,6 +34,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+GRACE: Final = 0.05
+"""Seconds past its deadline an async tool run from the sync path (on a thread with
+its own event loop) is given to stop once cancelled, before it is abandoned."""
 
 
 class Attempts:
@@ -143,37 +149,72 @@ def timeout_error(tool: str, seconds: float) -> ToolTimeout:
     )
 
 
-def call_with_timeout(
-    executor: Executor,
-    function: Callable[..., T],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    *,
-    tool: str,
-    seconds: float,
-) -> T:
-    """Run a sync function on a worker thread and stop waiting after ``seconds``.
+def call_with_timeout(pools: Pools, function: Callable[[], T], *, tool: str, seconds: float) -> T:
+    """Run a sync function on a thread of its own and stop waiting after ``seconds``.
 
     The thread cannot be killed: a call that overruns keeps running in the
-    background until it returns; its result is discarded.
+    background until it returns (its result is discarded), counted against the tool
+    by ``pools`` until then.
     """
-    future = executor.submit(function, *args, **kwargs)
+    attempt = pools.start(tool, seconds, function)
     # wait() rather than result(timeout=): a TimeoutError the tool raises itself is
     # the same class as the future's own, and must not be taken for an overrun
-    done, _ = futures_wait((future,), timeout=seconds)
+    done, _ = futures_wait((attempt,), timeout=seconds)
     if not done:
-        future.cancel()  # if it never started, it never will
+        pools.abandon(tool, seconds, attempt)
         raise timeout_error(tool, seconds)
-    return future.result()
+    ok, value = attempt.result()
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
 
 
-async def acall_with_timeout(awaitable: Awaitable[T], *, tool: str, seconds: float) -> T:
-    """Await with a deadline; an async tool that overruns is cancelled."""
-    deadline = asyncio.timeout(seconds)
+async def acall_with_timeout(
+    pools: Pools | None, awaitable: Awaitable[T], *, tool: str, seconds: float
+) -> T:
+    """Await with a deadline, answered at the deadline whatever the tool does.
+
+    The tool runs as a task of its own. At the deadline it is cancelled; a tool that
+    does not stop (it caught the cancellation) is left running, counted against the
+    tool by ``pools`` and logged (``pools=None``: the caller counts it). Cancelling
+    the caller cancels the tool too.
+    """
+    if pools is not None:
+        pools.admit(tool, seconds)
+    task = asyncio.ensure_future(awaitable)
     try:
-        async with deadline:
-            return await awaitable
-    except TimeoutError:
-        if deadline.expired():  # ours, not a TimeoutError the tool raised itself
-            raise timeout_error(tool, seconds) from None
+        done, _ = await asyncio.wait((task,), timeout=seconds)
+    except BaseException:  # the caller was cancelled (or interrupted): so is the tool
+        task.cancel()
+        if pools is not None:  # one that will not stop is counted, after a moment
+            asyncio.get_running_loop().call_later(
+                GRACE, pools.abandon_if_running, tool, seconds, task
+            )
         raise
+    if done:
+        return task.result()  # the tool's own exceptions as raised, its TimeoutError too
+    task.cancel()
+    await asyncio.sleep(0)  # one turn of the loop: a well-behaved tool stops here
+    if pools is not None:
+        pools.abandon_if_running(tool, seconds, task)
+    raise timeout_error(tool, seconds)
+
+
+async def athread_with_timeout(
+    pools: Pools, function: Callable[[], T], *, tool: str, seconds: float
+) -> T:
+    """:func:`call_with_timeout` for an event loop: the loop is never blocked."""
+    attempt = pools.start(tool, seconds, function)
+    try:
+        done, _ = await asyncio.wait((asyncio.wrap_future(attempt),), timeout=seconds)
+    except BaseException:  # the caller was cancelled: the thread runs on, counted
+        if not attempt.done():
+            pools.abandon(tool, seconds, attempt)
+        raise
+    if not done:
+        pools.abandon(tool, seconds, attempt)
+        raise timeout_error(tool, seconds)
+    ok, value = attempt.result()
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value

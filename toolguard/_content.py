@@ -15,18 +15,22 @@ import json
 import uuid
 from collections.abc import Sequence
 from pathlib import PurePath
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import attrs
 
-from toolguard._values import Content, Image, Output, Text
+from toolguard._text import utf8
+from toolguard._values import Content, ContentBlock, Image, Output, Text
 from toolguard.errors import ResultNotSerializable
 
-__all__ = ["TRUNCATED", "checked", "to_content", "truncate"]
+__all__ = ["ERROR_LIMIT", "TRUNCATED", "checked", "sendable", "to_content", "truncate"]
 
 TRUNCATED: Final = (
     "\n[toolguard: output truncated: showing the first {shown} of {total} characters]"
 )
+ERROR_LIMIT: Final = 8_000
+"""How long an answer to a failure may be when ``max_result_chars`` is not set: a
+message is written for a model, and no exception's text should flood its context."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -76,22 +80,22 @@ def to_content(value: Any) -> tuple[Content, Any]:
     """
     kind = type(value)
     if kind is str:
-        return value, None
+        return utf8(value), None
     if kind is int:
         return str(value), None
     if kind is Output:
         content, _ = to_content(value.content)
         return content, value.artifact
     if kind is Text or kind is Image:
-        return (value,), None
+        return _valid_blocks((value,)), None
     if (
         (kind is list or kind is tuple)
         and value
         and all(type(block) is Text or type(block) is Image for block in value)
     ):
-        return tuple(value), None
+        return _valid_blocks(value), None
     try:
-        return _encode(value), None
+        return utf8(_encode(value)), None
     except ValueError as error:  # NaN / Infinity, circular references
         raise ResultNotSerializable(
             f"cannot serialise the tool's result as JSON: {error}"
@@ -114,15 +118,58 @@ def checked(answer: Any, handler_name: str) -> Content:
     )
 
 
+@overload
+def truncate(content: str, limit: int) -> str: ...
+@overload
+def truncate(content: Content, limit: int) -> Content: ...
 def truncate(content: Content, limit: int) -> Content:
-    """Cut text longer than ``limit`` characters, telling the model it was cut."""
+    """Cut content longer than ``limit`` characters in all, telling the model it was cut.
+
+    Text counts its characters and an image its base64 data. Blocks are kept in order
+    while they fit; the text block that overflows is cut, an image that does not fit
+    is left out whole; one note at the end says what was shown.
+    """
     if isinstance(content, str):
         if len(content) <= limit:
             return content
         return content[:limit] + TRUNCATED.format(shown=limit, total=len(content))
+    total = sum(len(b.text) if isinstance(b, Text) else len(b.data) for b in content)
+    if total <= limit:
+        return content
+    kept: list[ContentBlock] = []
+    left, omitted = limit, 0
+    for block in content:
+        if isinstance(block, Text):
+            if left > 0:
+                kept.append(block if len(block.text) <= left else Text(text=block.text[:left]))
+                left -= min(left, len(block.text))
+        elif len(block.data) <= left:
+            kept.append(block)
+            left -= len(block.data)
+        else:
+            omitted += 1
+    note = TRUNCATED.format(shown=limit - left, total=total)
+    if omitted:
+        note = note[:-1] + f"; {omitted} image(s) omitted]"
+    return (*kept, Text(text=note.lstrip("\n")))
+
+
+@overload
+def sendable(content: str, limit: int) -> str: ...
+@overload
+def sendable(content: Content, limit: int) -> Content: ...
+def sendable(content: Content, limit: int) -> Content:
+    """Content as it may go to the model: valid UTF-8, at most ``limit`` characters."""
+    if isinstance(content, str):
+        return truncate(utf8(content), limit)
+    return truncate(_valid_blocks(content), limit)
+
+
+def _valid_blocks(blocks: Sequence[ContentBlock]) -> tuple[ContentBlock, ...]:
+    """Content blocks whose text encodes as UTF-8."""
     return tuple(
-        Text(text=str(truncate(block.text, limit)))
-        if isinstance(block, Text) and len(block.text) > limit
+        Text(text=utf8(block.text))
+        if isinstance(block, Text) and not block.text.isascii() and utf8(block.text) != block.text
         else block
-        for block in content
+        for block in blocks
     )

@@ -31,7 +31,7 @@ import wrapt
 from typing_extensions import Unpack
 
 from toolguard._guard import Guard
-from toolguard._policy import PolicyOptions, ToolPolicy, policy_from_options
+from toolguard._policy import AGENT_DEFAULTS, PolicyOptions, ToolPolicy, policy_from_options
 from toolguard._pools import Pools
 from toolguard._runner import Runner
 from toolguard._schema import Arguments, build_arguments, describe
@@ -98,7 +98,9 @@ class _ToolAPI:
 
     def _runner(self) -> Runner:
         """A one-tool runner: the tool's policy over the global defaults."""
-        return runner_for(tool_table([self]), Guard((), {self.name: self.policy}), 32)  # type: ignore[list-item]
+        guard = Guard((), {self.name: self.policy})
+        workers, abandoned = AGENT_DEFAULTS["max_workers"], AGENT_DEFAULTS["max_abandoned"]
+        return runner_for(tool_table([self]), guard, workers, abandoned)  # type: ignore[list-item]
 
     def invoke(
         self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
@@ -358,10 +360,12 @@ def tool_table(candidates: Iterable[Callable[..., Any]]) -> dict[str, AnyTool]:
     return table
 
 
-def runner_for(table: Mapping[str, AnyTool], guard: Guard, max_workers: int) -> Runner:
+def runner_for(
+    table: Mapping[str, AnyTool], guard: Guard, max_workers: int, max_abandoned: int
+) -> Runner:
     """A runner of these tools, answering through ``guard``, with its own pools."""
     return Runner(
         guard,
         [(name, t.__wrapped__, t.spec.arguments, t.spec.is_async) for name, t in table.items()],
-        Pools(max_workers),
+        Pools(max_workers, max_abandoned),
     )

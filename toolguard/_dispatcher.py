@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 from toolguard._decorator import AnyTool, runner_for, tool_table
 from toolguard._guard import Guard
 from toolguard._policy import (
+    AGENT_DEFAULTS,
     POLICY_FIELDS,
     UNSET,
     AgentPolicy,
@@ -36,14 +37,13 @@ from toolguard.errors import ToolDefinitionError
 
 __all__ = ["Dispatcher"]
 
-_ROUND_DEFAULTS: tuple[tuple[str, Any], ...] = (("return_direct_mode", "any"), ("max_workers", 32))
-
 
 class Dispatcher:
     """One agent's tools plus its agent-wide defaults.
 
     ``Dispatcher(tools, *, on_error=..., return_direct=..., log_level=..., redact=...,
-    overrides={name_or_glob: ToolPolicy(...)}, return_direct_mode="any", max_workers=32)``
+    overrides={name_or_glob: ToolPolicy(...)}, return_direct_mode="any", max_workers=32,
+    max_abandoned=4)``
 
     The policy options are the agent default level; ``overrides`` is the agent
     override level (an exact name is asked before globs; matching globs are asked
@@ -51,7 +51,10 @@ class Dispatcher:
     (another library's, answered with :meth:`handle_error`/:meth:`handle_result`) so
     that overrides may name them exactly. ``policy`` is an
     :class:`~toolguard.AgentPolicy` (a policy file's, :func:`~toolguard.load_policy`),
-    the later word over what is passed in code. Tools may be ``@tool`` functions,
+    the later word over what is passed in code. ``max_workers`` is the round pool's
+    size; ``max_abandoned`` bounds, per tool, the attempts left running past their
+    timeout (a thread cannot be killed) before the tool is answered "unavailable"
+    without running. Tools may be ``@tool`` functions,
     tools bound to an instance (``obj.method``), or plain functions (decorated on
     the fly).
     """
@@ -64,6 +67,7 @@ class Dispatcher:
         overrides: Mapping[str, ToolPolicy] | None = None,
         return_direct_mode: ReturnDirectMode | None = None,
         max_workers: int | None = None,
+        max_abandoned: int | None = None,
         external_tools: Iterable[str] = (),
         **defaults: Unpack[PolicyOptions],
     ) -> None:
@@ -73,6 +77,7 @@ class Dispatcher:
                 overrides=overrides or {},
                 return_direct_mode=UNSET if return_direct_mode is None else return_direct_mode,
                 max_workers=UNSET if max_workers is None else max_workers,
+                max_abandoned=UNSET if max_abandoned is None else max_abandoned,
             )
         except (TypeError, ValueError) as error:
             raise ToolDefinitionError(str(error).removeprefix("Dispatcher(): ")) from None
@@ -83,16 +88,18 @@ class Dispatcher:
         # The policy (a file) is the later word: its entries come first at each level.
         self._policies = (code,) if policy is None else (policy, code)
         self._round_settings = {
-            name: _first_setting(self._policies, name, default) for name, default in _ROUND_DEFAULTS
+            name: _first_setting(self._policies, name, default)
+            for name, default in AGENT_DEFAULTS.items()
         }
         self.return_direct_mode: ReturnDirectMode = self._round_settings["return_direct_mode"].value
         self.max_workers: int = self._round_settings["max_workers"].value
+        self.max_abandoned: int = self._round_settings["max_abandoned"].value
         self._tools = tool_table(tools)
         self._external = frozenset(external_tools)
         self._guard = Guard(
             self._policies, {name: t.policy for name, t in self._tools.items()}, self._external
         )
-        self._runner = runner_for(self._tools, self._guard, self.max_workers)
+        self._runner = runner_for(self._tools, self._guard, self.max_workers, self.max_abandoned)
         self._rounds = Rounds(self._runner, self.return_direct_mode)
 
     # --- inspection --------------------------------------------------------------
@@ -140,6 +147,7 @@ class Dispatcher:
             if code.return_direct_mode is UNSET
             else code.return_direct_mode,
             max_workers=None if code.max_workers is UNSET else code.max_workers,
+            max_abandoned=None if code.max_abandoned is UNSET else code.max_abandoned,
             external_tools=self._external,
             **defaults,
         )

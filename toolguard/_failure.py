@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import attrs
 
-from toolguard._content import truncate
+from toolguard._content import ERROR_LIMIT, sendable
 from toolguard._handlers import Handler, HandlerContext, fail
 from toolguard._logging import (
     EVENT_FAILED,
@@ -25,6 +25,7 @@ from toolguard._marks import has_hidden_cause, is_control_flow, model_message
 from toolguard._policy import NEVER
 from toolguard._precedence import Resolved, Setting
 from toolguard._steps import Step
+from toolguard._text import shown
 from toolguard._values import Content, ErrorKind, ToolCall, ToolResult, error_result
 from toolguard.errors import (
     InvalidArguments,
@@ -39,6 +40,13 @@ from toolguard.errors import (
 __all__ = ["Failure"]
 
 _new = object.__new__
+_ID_LIMIT: Final = 128  # characters of a call id in a log event
+
+
+def _limit(resolved: Resolved) -> int:
+    """How long an answer to a failure may be."""
+    limit = resolved.max_result_chars
+    return ERROR_LIMIT if limit is None else limit
 
 
 class Failure:
@@ -71,8 +79,9 @@ class Failure:
         self.attempts = attempts
         self.chain: tuple[Setting, ...] = resolved.chain
         self.stop = False
+        raised = error
         if step is not None:
-            step.finished(name, resolved.breaker, error)
+            # the budget first: a RetryWithFeedback's message carries its counts
             error = step.model_retry(error, name, resolved)
             if isinstance(error, ModelRetriesExhausted):
                 # the policy decides: tell the model (default), fail, or also stop
@@ -82,7 +91,10 @@ class Failure:
                 self.stop = mode.value == "stop"
         self.error = error
         self.error_id = new_error_id()
-        self.message = model_message(error, name)
+        visible = model_message(error, name)  # the marker, read once per failure
+        self.message = None if visible is None else sendable(visible, _limit(resolved))
+        if step is not None:
+            step.finished(name, resolved.breaker, raised, visible=visible is not None)
 
     def context(self, setting: Setting) -> HandlerContext:
         """What the handler at ``setting`` is told about this failure."""
@@ -102,7 +114,7 @@ class Failure:
         fields = {
             "error_id": error_id,
             "tool": self.name,
-            "call_id": self.call.id,
+            "call_id": None if self.call.id is None else shown(self.call.id, _ID_LIMIT),
             "answered_by": context.level,
             "handler": handler.name,
             "error_type": type(self.error).__name__,
@@ -114,9 +126,9 @@ class Failure:
         return fields
 
     def answered(self, content: Content, handler: Handler, context: HandlerContext) -> ToolResult:
-        """The result for a handler's answer (already :func:`checked`)."""
-        if self.resolved.max_result_chars is not None:
-            content = truncate(content, self.resolved.max_result_chars)
+        """The result for a handler's answer (already :func:`checked`): valid UTF-8, and
+        cut at ``max_result_chars`` (:data:`ERROR_LIMIT` characters when unset)."""
+        content = sendable(content, _limit(self.resolved))
         hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
         if hidden:
             emit(

@@ -303,5 +303,6 @@ KEYS: Final[tuple[Key, ...]] = (
         "agent",
     ),
     Key("max_workers", "max_workers", lambda v: count(v, 1), "agent"),
+    Key("max_abandoned", "max_abandoned", lambda v: count(v, 1), "agent"),
 )
 """Every key of ``[agent]`` and ``[tools."NAME"]``: a new setting is one more entry."""

@@ -27,6 +27,7 @@ from toolguard._policy import NEVER, AgentPolicy, ToolPolicy
 from toolguard._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
 from toolguard._steps import Step
 from toolguard._suggest import did_you_mean
+from toolguard._text import shown
 from toolguard._values import Content, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, UnknownTool
 
@@ -232,20 +233,27 @@ class Guard:
             return attrs.evolve(result, return_direct=True)
         return result
 
-    def unknown_tool(self, call: ToolCall) -> UnknownTool:
-        """The model-visible error for a call of a tool this agent does not have."""
-        message = self._unknown_messages.get(call.name)
+    def unknown_tool(self, call: ToolCall, name: str) -> UnknownTool:
+        """The model-visible error for a call of a tool this agent does not have.
+
+        ``name`` is the call's name as toolguard may echo it (:func:`~toolguard._text.shown`).
+        """
+        message = self._unknown_messages.get(name)
         if message is None:
             listed = ", ".join(self.names) or "none"
-            message = (
-                f"There is no tool named {call.name[:64]!r}"
-                f"{did_you_mean(call.name, self.names)}. Available tools: {listed}."
-            )
-            if len(call.name) <= _MAX_NAME:
+            if type(call.name) is str:
+                hint = did_you_mean(call.name[:_MAX_NAME], self.names)
+                message = f"There is no tool named '{name}'{hint}. Available tools: {listed}."
+            else:
+                message = (
+                    f"A tool call names its tool with a string, not {name}. "
+                    f"Available tools: {listed}."
+                )
+            if len(name) <= _MAX_NAME:
                 if len(self._unknown_messages) >= _FOREIGN_CACHE:
                     self._unknown_messages.clear()
-                self._unknown_messages[call.name] = message
-        return UnknownTool(message, tool=call.name, available=self.names)
+                self._unknown_messages[name] = message
+        return UnknownTool(message, tool=name, available=self.names)
 
     # --- tools that ran elsewhere ------------------------------------------------------
 
@@ -261,7 +269,7 @@ class Guard:
         if is_control_flow(error):
             raise error
         assert isinstance(error, Exception)
-        rules = self.rules(call.name)
+        rules = self.rules(shown(call.name))
         resolved = self.resolved(rules, policy)
         self.check_sync(rules.name, resolved)
         return self.failed(error, call, resolved, rules.name, step)
@@ -278,7 +286,7 @@ class Guard:
         if is_control_flow(error):
             raise error
         assert isinstance(error, Exception)
-        rules = self.rules(call.name)
+        rules = self.rules(shown(call.name))
         resolved = self.resolved(rules, policy)
         return await self.afailed(error, call, resolved, rules.name, step)
 
@@ -287,7 +295,7 @@ class Guard:
     ) -> ToolResult:
         """The result of a successful call of a tool that ran elsewhere (a value that
         cannot be serialised is a hidden failure)."""
-        rules = self.rules(call.name)
+        rules = self.rules(shown(call.name))
         resolved = self.resolved(rules, policy)
         try:
             content, artifact = to_content(value)
@@ -300,7 +308,7 @@ class Guard:
         self, call: ToolCall, value: object, *, policy: ToolPolicy | None = None
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
-        rules = self.rules(call.name)
+        rules = self.rules(shown(call.name))
         resolved = self.resolved(rules, policy)
         try:
             content, artifact = to_content(value)

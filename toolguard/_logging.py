@@ -28,14 +28,18 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import random
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import structlog
+
+from toolguard._text import utf8
 
 EVENT_HIDDEN = "tool_error_hidden"
 EVENT_FAILED = "tool_call_failed"
@@ -56,7 +60,25 @@ def logger() -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _redaction(keys: tuple[str, ...]) -> re.Pattern[str] | None:
-    return re.compile("|".join(re.escape(k) for k in keys)) if keys else None
+    """One pattern for the normalised keys (see :func:`normalised`)."""
+    words = sorted({normalised(k) for k in keys} - {""})
+    return re.compile("|".join(map(re.escape, words))) if words else None
+
+
+_SEPARATORS: Final = re.compile(r"[^0-9a-z]+")
+
+
+def normalised(key: str) -> str:
+    """A key as redaction compares it: lower case, separators gone (``X-Api-Key``,
+    ``api_key``, ``apiKey`` and ``API KEY`` are all ``apikey``)."""
+    return _SEPARATORS.sub("", key.lower())
+
+
+# toolguard's own generator: seeded from the OS, re-seeded in a forked child, never the
+# application's global `random` (whose seeding would repeat ids across processes, and
+# which drawing from would perturb an application's seeded stream)
+_ids = random.Random(os.urandom(16))
+os.register_at_fork(after_in_child=lambda: _ids.seed(os.urandom(16)))
 
 
 def new_error_id() -> str:
@@ -65,11 +87,12 @@ def new_error_id() -> str:
     Unique enough to find one event among a day's logs; not a secret (it is sent
     to the model), so a fast non-cryptographic generator serves.
     """
-    return f"{random.getrandbits(32):08x}"
+    return f"{_ids.getrandbits(32):08x}"
 
 
 def redact(value: Any, keys: tuple[str, ...]) -> Any:
-    """Mask the values of mapping keys that contain any of ``keys`` (case-insensitive)."""
+    """Mask the values of mapping keys that contain any of ``keys``, compared after
+    :func:`normalised` (so case and separators do not matter); text is made valid UTF-8."""
     pattern = _redaction(keys)
     if type(value) is dict and (pattern is None or not _needs_work(value, pattern)):
         return dict(value)  # the common case: flat arguments, nothing secret-looking
@@ -81,7 +104,9 @@ _SCALARS: Final = (str, int, float, bool, type(None))
 
 def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str]) -> bool:
     for key, item in value.items():
-        if type(item) not in _SCALARS or (type(key) is str and pattern.search(key.lower())):
+        if type(item) not in _SCALARS or (type(item) is str and not item.isascii()):
+            return True
+        if type(key) is not str or not key.isascii() or pattern.search(normalised(key)):
             return True
     return False
 
@@ -92,15 +117,16 @@ def _redact(value: Any, pattern: re.Pattern[str] | None, depth: int) -> Any:
     if isinstance(value, Mapping):
         redacted = {}
         for key, item in value.items():
-            if pattern is not None and isinstance(key, str) and pattern.search(key.lower()):
-                redacted[key] = REDACTED
-            elif isinstance(item, Mapping | list | tuple):
-                redacted[key] = _redact(item, pattern, depth + 1)
+            shown_key = utf8(key) if isinstance(key, str) else key
+            if pattern is not None and isinstance(key, str) and pattern.search(normalised(key)):
+                redacted[shown_key] = REDACTED
             else:
-                redacted[key] = item
+                redacted[shown_key] = _redact(item, pattern, depth + 1)
         return redacted
     if isinstance(value, list | tuple):
         return [_redact(item, pattern, depth + 1) for item in value]
+    if isinstance(value, str):
+        return utf8(value)
     return value
 
 
@@ -134,12 +160,30 @@ def emit(log_level: str, event: str, fields: dict[str, Any] | None = None, /, **
         fields = {**fields, **more}
     try:
         getattr(logger(), log_level)(event, **fields)
-    except Exception:
-        # Fall back to the standard library so the cause is not lost with the event.
-        logging.getLogger("toolguard").log(
-            logging.getLevelNamesMapping().get(log_level.upper(), logging.WARNING),
-            "%s (structlog failed on this event) %s",
-            event,
-            {k: v for k, v in fields.items() if k != "exc_info"},
-            exc_info=fields.get("exc_info"),
-        )
+    except Exception:  # noqa: BLE001 - the application's pipeline may raise anything
+        _fallback(log_level, event, fields)
+
+
+def _fallback(log_level: str, event: str, fields: dict[str, Any]) -> None:
+    """The event through the standard library, so the cause is not lost with it.
+
+    Some exceptions cannot be rendered at all (one whose ``__getattr__`` raises
+    breaks Python 3.11's own ``traceback``): then the event is logged without its
+    traceback, naming what failed. Nothing here ever raises into a tool call.
+    """
+    stdlib = logging.getLogger("toolguard")
+    level = logging.getLevelNamesMapping().get(log_level.upper(), logging.WARNING)
+    shown = {k: v for k, v in fields.items() if k != "exc_info"}
+    error = fields.get("exc_info")
+    try:
+        stdlib.log(level, "%s (structlog failed on this event) %s", event, shown, exc_info=error)
+    except Exception as unrenderable:  # noqa: BLE001 - logging must not break the call
+        with contextlib.suppress(Exception):  # a logging system that cannot log at all
+            stdlib.log(
+                level,
+                "%s (structlog failed on this event; its %s could not be rendered: %s) %s",
+                event,
+                type(error).__name__,
+                type(unrenderable).__name__,
+                shown,
+            )

@@ -19,6 +19,7 @@ __all__ = [
     "ControlFlow",
     "has_hidden_cause",
     "is_control_flow",
+    "is_interrupt",
     "model_message",
     "register_control_flow",
 ]
@@ -63,10 +64,38 @@ def register_control_flow(
 
 
 def is_control_flow(error: BaseException) -> bool:
-    """True for exceptions that toolguard must never handle."""
+    """True for exceptions that toolguard must never handle.
+
+    A ``BaseException`` that is not an ``Exception``, a control-flow type or check,
+    and an exception group holding any of those (at any depth: an ``asyncio.TaskGroup``
+    wraps what its tasks raised) all pass through as raised.
+    """
     if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
         return True
-    return any(check(error) for check in _control_flow_checks) if _control_flow_checks else False
+    if _control_flow_checks and any(_checked(check, error) for check in _control_flow_checks):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return any(is_control_flow(member) for member in error.exceptions)
+    return False
+
+
+def _checked(check: Callable[[BaseException], bool], error: BaseException) -> bool:
+    """A registered check's verdict; a check that raises on a hostile exception (one
+    whose ``__getattr__`` raises) says "not control flow" rather than crash."""
+    try:
+        return bool(check(error))
+    except Exception:  # noqa: BLE001 - the exception is answered as a failure instead
+        return False
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """``KeyboardInterrupt`` or ``SystemExit``, or a group holding one: what stops a
+    round at once, without waiting for its other calls."""
+    if isinstance(error, KeyboardInterrupt | SystemExit):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return any(is_interrupt(member) for member in error.exceptions)
+    return False
 
 
 def has_hidden_cause(error: BaseException) -> bool:
@@ -79,21 +108,15 @@ def has_hidden_cause(error: BaseException) -> bool:
 def model_message(error: BaseException, tool: str) -> str | None:
     """The model-visible message of ``error``, or ``None`` when it is hidden.
 
-    The marker is looked for on the exception as thrown, and on the exception a
-    toolguard wrapper (``_toolguard_wraps``) carries; never further down
-    ``__cause__``: wrapping a marked exception deliberately hides it. A blank
-    message, or a ``message_for_model()`` that raises, counts as unmarked.
+    The marker is looked for on the exception as thrown, never down its
+    ``__cause__``: wrapping a marked exception deliberately hides it. Only the
+    exception's type is inspected before the call (an exception whose
+    ``__getattr__`` raises is read safely). A blank message, or a
+    ``message_for_model()`` that raises, counts as unmarked.
     """
     candidate = error
-    method = getattr(type(candidate), "message_for_model", None)
-    if method is None:
-        wrapped = getattr(error, "_toolguard_wraps", None)
-        if not isinstance(wrapped, BaseException):
-            return None
-        candidate = wrapped
-        method = getattr(type(candidate), "message_for_model", None)
-        if method is None:
-            return None
+    if getattr(type(candidate), "message_for_model", None) is None:
+        return None
     try:
         text = candidate.message_for_model()  # type: ignore[attr-defined]
     except Exception as failure:  # noqa: BLE001 - a broken marker hides, never crashes

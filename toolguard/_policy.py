@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from toolguard._values import ToolResult
 
 __all__ = [
+    "AGENT_DEFAULTS",
     "ALWAYS",
     "DEFAULT_REDACT",
     "EXHAUSTED_MODES",
@@ -311,9 +312,17 @@ def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
         raise ValueError(f"return_direct_mode={value!r} is not allowed; use 'any' or 'all'")
 
 
-def _check_workers(instance: Any, attribute: Any, value: Any) -> None:
+def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(f"max_workers={value!r} is not allowed; use a positive int")
+        raise ValueError(f"{attribute.name}={value!r} is not allowed; use a positive int")
+
+
+AGENT_DEFAULTS: Final[dict[str, Any]] = {
+    "return_direct_mode": "any",
+    "max_workers": 32,
+    "max_abandoned": 4,
+}
+"""The built-in values of the agent's own settings (see :class:`AgentPolicy`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -321,7 +330,10 @@ class AgentPolicy:
     """An agent's whole policy as one value: what a policy file holds.
 
     ``defaults`` is the agent level, ``overrides`` (name or glob -> ToolPolicy, in
-    declaration order) the override level, plus the round settings. ``source``
+    declaration order) the override level, plus the agent's own settings:
+    ``return_direct_mode``, ``max_workers`` (the round pool's threads) and
+    ``max_abandoned`` (per tool, the attempts left running past their timeout before
+    the tool is answered "unavailable"). ``source``
     names where it came from (a file path) for ``explain``.
 
     Given to ``Dispatcher(tools, policy=...)`` beside settings passed in code, the
@@ -333,5 +345,6 @@ class AgentPolicy:
     defaults: ToolPolicy = ToolPolicy()
     overrides: dict[str, ToolPolicy] = attrs.field(factory=dict, converter=_to_overrides)
     return_direct_mode: ReturnDirectMode | Unset = attrs.field(default=UNSET, validator=_check_mode)
-    max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_workers)
+    max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
+    max_abandoned: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
     source: str | None = None

@@ -17,10 +17,12 @@ from concurrent.futures import wait as futures_wait
 from typing import Any, Final
 
 from toolguard._handlers import fill_message
+from toolguard._marks import is_interrupt
 from toolguard._policy import ReturnDirectMode, ToolPolicy
 from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard._runner import Runner, no_running_loop
 from toolguard._steps import Step
+from toolguard._text import shown
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed
 
@@ -107,7 +109,7 @@ def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:
         done, pending = futures_wait(pending, timeout=_POLL, return_when=FIRST_COMPLETED)
         for future in done:
             error = future.exception()
-            if isinstance(error, KeyboardInterrupt | SystemExit):
+            if error is not None and is_interrupt(error):
                 raise error
 
 
@@ -118,7 +120,7 @@ def _outcome_of(future: Future[ToolResult]) -> ToolResult | BaseException:
     except ToolCallFailed as failed:
         return failed
     except BaseException as error:
-        if isinstance(error, KeyboardInterrupt | SystemExit):
+        if is_interrupt(error):
             raise
         return error
 
@@ -146,7 +148,7 @@ def assemble_round(
             results.append(
                 ToolResult(
                     call_id=call.id,
-                    name=call.name,
+                    name=shown(call.name),
                     content=text,
                     is_error=True,
                     error_id=outcome.error_id,
@@ -154,7 +156,9 @@ def assemble_round(
                 )
             )
         else:
-            results.append(ToolResult(call_id=call.id, name=call.name, content="", is_error=True))
+            results.append(
+                ToolResult(call_id=call.id, name=shown(call.name), content="", is_error=True)
+            )
     stop = round_stops([result.return_direct for result in results], mode)
     final = next((r for r in results if r.return_direct), None) if stop else None
     round_ = Round(results=tuple(results), stop=stop, final=final)

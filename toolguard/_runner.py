@@ -25,8 +25,10 @@ from pydantic_core import ValidationError
 
 from toolguard import _config
 from toolguard._attempts import (
+    GRACE,
     Attempts,
     acall_with_timeout,
+    athread_with_timeout,
     call_with_timeout,
     retry_async,
     retry_sync,
@@ -39,6 +41,7 @@ from toolguard._pools import Pools
 from toolguard._precedence import Resolved, resolve
 from toolguard._schema import Arguments
 from toolguard._steps import Step
+from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult, success
 
 __all__ = ["Entry", "Plan", "Runner", "no_running_loop"]
@@ -141,8 +144,11 @@ class Runner:
         }
         self._lock = threading.Lock()
 
-    def is_async(self, name: str) -> bool:
-        entry = self.entries.get(name)
+    def is_async(self, name: object) -> bool:
+        try:
+            entry = self.entries.get(name)  # type: ignore[call-overload]
+        except TypeError:  # an unhashable name is no tool's
+            return False
         return entry is not None and entry.is_async
 
     # --- the plan ------------------------------------------------------------------
@@ -173,7 +179,10 @@ class Runner:
         self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
     ) -> ToolResult:
         """One call on this thread (the sync pipeline)."""
-        entry = self.entries.get(call.name)
+        try:
+            entry = self.entries.get(call.name)
+        except TypeError:  # an unhashable name (a list, a dict) is no tool's
+            entry = None
         if entry is None:
             return self._unknown(call, policy, step)
         if policy is None and entry.version == _config._version:
@@ -192,7 +201,7 @@ class Runner:
                 try:
                     kwargs = entry.validate(raw)
                 except ValidationError as invalid:
-                    raise entry.arguments.invalid(invalid) from None
+                    raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context)
             if breaker is not None:
@@ -224,10 +233,10 @@ class Runner:
         return self.guard.succeeded(call, entry.name, content, artifact, resolved)
 
     def _unknown(self, call: ToolCall, policy: ToolPolicy | None, step: Step | None) -> ToolResult:
-        rules = self.guard.rules(call.name)
-        resolved = self.guard.resolved(rules, policy)
-        self.guard.check_sync(call.name, resolved)
-        return self.guard.failed(self.guard.unknown_tool(call), call, resolved, call.name, step)
+        name = shown(call.name)  # the model's, as it may be echoed: bounded and escaped
+        resolved = self.guard.resolved(self.guard.rules(name), policy)
+        self.guard.check_sync(name, resolved)
+        return self.guard.failed(self.guard.unknown_tool(call, name), call, resolved, name, step)
 
     def _check_sync(self, entry: Entry, resolved: Resolved) -> None:
         """The sync path cannot await: refuse async handlers, and a running loop."""
@@ -239,19 +248,22 @@ class Runner:
         self, entry: Entry, args: tuple[Any, ...], kwargs: dict[str, Any], resolved: Resolved
     ) -> Any:
         """One attempt on the sync path: inline, on a new event loop (an async tool),
-        or on a worker thread with a timeout."""
+        or, with a timeout, on a thread of its own (an async tool with its own loop)."""
         seconds = resolved.timeout
-        if entry.is_async:
-            awaitable = entry.function(*args, **kwargs)
-            if seconds is not None:
-                awaitable = acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
-            return asyncio.run(awaitable)
         if seconds is None:
+            if entry.is_async:
+                return asyncio.run(entry.function(*args, **kwargs))
             return entry.function(*args, **kwargs)
-        run = functools.partial(contextvars.copy_context().run, entry.function)
-        return call_with_timeout(
-            self.pools.timeouts(), run, args, kwargs, tool=entry.name, seconds=seconds
-        )
+        if entry.is_async:
+            awaitable = acall_with_timeout(
+                None, entry.function(*args, **kwargs), tool=entry.name, seconds=seconds
+            )
+            attempt = functools.partial(asyncio.run, awaitable)
+            seconds += GRACE  # its loop cancels it at the deadline; the thread is given this
+        else:
+            attempt = functools.partial(entry.function, *args, **kwargs)
+        run = functools.partial(contextvars.copy_context().run, attempt)
+        return call_with_timeout(self.pools, run, tool=entry.name, seconds=seconds)
 
     # --- one call, async ---------------------------------------------------------------
 
@@ -264,7 +276,10 @@ class Runner:
         offload: bool,
     ) -> ToolResult:
         """One call on the running event loop (the async pipeline)."""
-        entry = self.entries.get(call.name)
+        try:
+            entry = self.entries.get(call.name)
+        except TypeError:  # an unhashable name (a list, a dict) is no tool's
+            entry = None
         if entry is None:
             return await self._aunknown(call, policy, step)
         if policy is None and entry.version == _config._version:
@@ -282,7 +297,7 @@ class Runner:
                 try:
                     kwargs = entry.validate(raw)
                 except ValidationError as invalid:
-                    raise entry.arguments.invalid(invalid) from None
+                    raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context)
             if breaker is not None:
@@ -318,10 +333,10 @@ class Runner:
     async def _aunknown(
         self, call: ToolCall, policy: ToolPolicy | None, step: Step | None
     ) -> ToolResult:
-        rules = self.guard.rules(call.name)
-        resolved = self.guard.resolved(rules, policy)
+        name = shown(call.name)  # the model's, as it may be echoed: bounded and escaped
+        resolved = self.guard.resolved(self.guard.rules(name), policy)
         return await self.guard.afailed(
-            self.guard.unknown_tool(call), call, resolved, call.name, step
+            self.guard.unknown_tool(call, name), call, resolved, name, step
         )
 
     async def _aattempt(
@@ -332,17 +347,20 @@ class Runner:
         resolved: Resolved,
         offload: bool,
     ) -> Any:
-        """One attempt on the async path: awaited, inline, or on the pool."""
+        """One attempt on the async path: awaited, inline, on the round pool (offloaded),
+        or, with a timeout, as a task or on a thread of its own."""
         seconds = resolved.timeout
         if entry.is_async:
             awaitable = entry.function(*args, **kwargs)
-        elif offload or seconds is not None:
-            awaitable = self._in_pool(entry.function, args, kwargs)
-        else:
-            return entry.function(*args, **kwargs)
+            if seconds is None:
+                return await awaitable
+            return await acall_with_timeout(self.pools, awaitable, tool=entry.name, seconds=seconds)
         if seconds is not None:
-            return await acall_with_timeout(awaitable, tool=entry.name, seconds=seconds)
-        return await awaitable
+            run = functools.partial(contextvars.copy_context().run, entry.function, *args, **kwargs)
+            return await athread_with_timeout(self.pools, run, tool=entry.name, seconds=seconds)
+        if offload:
+            return await self._in_pool(entry.function, args, kwargs)
+        return entry.function(*args, **kwargs)
 
     async def _in_pool(
         self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import reprlib
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, NotRequired
@@ -23,6 +22,8 @@ from typing_extensions import TypedDict
 
 from toolguard._docstrings import check_docstring as check_docs
 from toolguard._docstrings import describe
+from toolguard._marks import model_message
+from toolguard._text import bounded, excerpt, utf8
 from toolguard._types import accepts_none, null_means_default, pydantic_ready
 from toolguard._values import ToolCall
 from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
@@ -45,33 +46,18 @@ class Injected:
 
 
 _MAX_PROBLEMS: Final = 10
-_EXCERPT: Final = 40
-
-
-_REPR = reprlib.Repr()  # bounded at any depth and size (keyword options need 3.12)
-_REPR.maxlevel = 3
-_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 4
-_REPR.maxstring = _REPR.maxlong = _REPR.maxother = _EXCERPT
-
-
-def _excerpt(value: Any) -> str:
-    """A short, safe rendering of what the model sent (bounded at any size or depth)."""
-    try:
-        if isinstance(value, str):  # the common case, and cheap: cut before repr
-            text = repr(value[: _EXCERPT + 1])
-        elif value is None or isinstance(value, bool | int | float):
-            text = repr(value)  # an int too long to print raises: handled below
-        else:
-            text = _REPR.repr(value)  # containers: bounded depth and width
-    except Exception:  # noqa: BLE001 - a huge int, a repr that raises: say what it was
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
+_LINE_LIMIT: Final = 200  # characters of one problem's own description
+_LIST_LIMIT: Final = 300  # characters of a list of names or choices
+_REJECTED: Final = "the value was rejected by the tool's own checks"
+# pydantic's codes for an exception a validator of the tool's own types raised
+# (a ValueError, an AssertionError): its text is the author's, not pydantic's
+_RAISED_BY_VALIDATORS: Final = frozenset({"value_error", "assertion_error"})
 
 
 def _kind(schema: Mapping[str, Any]) -> str:
     """A short human name for what a property schema expects."""
     if "enum" in schema:
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+        return "one of " + bounded(", ".join(json.dumps(v) for v in schema["enum"]), _LIST_LIMIT)
     if "const" in schema:
         return json.dumps(schema["const"])
     if "anyOf" in schema:
@@ -132,7 +118,7 @@ class Arguments:
             else:
                 kwargs = self.validator.validate_python(raw)
         except pydantic_core.ValidationError as error:
-            raise self.invalid(error) from None
+            raise self.invalid(error)  # noqa: B904 - invalid() sets the cause it may show
         if self.call_id_params:
             if call.id is None:
                 raise InjectionError(
@@ -154,26 +140,34 @@ class Arguments:
         return (), kwargs
 
     def invalid(self, error: pydantic_core.ValidationError) -> InvalidArguments:
-        """The model-visible error for a failed validation: one line per problem."""
+        """The model-visible error for a failed validation: one bounded line per problem.
+
+        pydantic's own descriptions of the model's mistake (missing, extra, wrong type,
+        out of bounds) and a ``PydanticCustomError``'s message are sent; what a custom
+        validator of the tool's own types raised is sent only when it is model-visible
+        (``message_for_model()``). Otherwise the line says the value was rejected, and
+        the validation error becomes the result's hidden cause: logged, never sent.
+        """
         properties = self.parameters.get("properties", {})
-        allowed = ", ".join(properties) or "no arguments"
+        allowed = bounded(", ".join(properties) or "no arguments", _LIST_LIMIT)
         problems: list[str] = []
-        for detail in error.errors(include_url=False, include_context=False)[:_MAX_PROBLEMS]:
+        withheld = False
+        for detail in error.errors(include_url=False)[:_MAX_PROBLEMS]:
             loc = detail["loc"]
             kind = detail["type"]
             if not loc:
                 if kind == "json_invalid":
+                    reason = bounded(detail["msg"].removeprefix("Invalid JSON: "), _LINE_LIMIT)
                     problems.append(
-                        "the arguments are not valid JSON "
-                        f"({detail['msg'].removeprefix('Invalid JSON: ')}); send one JSON object"
+                        f"the arguments are not valid JSON ({reason}); send one JSON object"
                     )
                 else:
                     problems.append(
-                        f"the arguments must be a JSON object, got {_excerpt(detail['input'])}"
+                        f"the arguments must be a JSON object, got {excerpt(detail['input'])}"
                     )
                 continue
             name = str(loc[0])
-            shown, path = _excerpt(name), _excerpt(".".join(str(part) for part in loc))
+            shown, path = excerpt(name), excerpt(".".join(str(part) for part in loc))
             if kind == "extra_forbidden" and len(loc) == 1:
                 if name in self.injected:
                     problems.append(f"{shown}: set by the application; it cannot be sent")
@@ -183,16 +177,30 @@ class Arguments:
                 expected = _kind(properties.get(name, {}))
                 problems.append(f"{shown}: missing required argument ({expected})")
             else:
-                problems.append(
-                    f"{path}: {detail['msg'].rstrip('.')}, got {_excerpt(detail['input'])}"
-                )
+                said = self._said(kind, detail)
+                withheld = withheld or said is None
+                problems.append(f"{path}: {said or _REJECTED}, got {excerpt(detail['input'])}")
         hidden = error.error_count() - len(problems)
         if hidden > 0:
             problems.append(f"... and {hidden} more")
         message = f"Invalid arguments for tool '{self.tool}':\n" + "\n".join(
             f"- {problem}" for problem in problems
         )
-        return InvalidArguments(message, tool=self.tool, problems=tuple(problems))
+        invalid = InvalidArguments(message, tool=self.tool, problems=tuple(problems))
+        invalid.__suppress_context__ = True
+        if withheld:  # the validators' own words: logged with the result, never sent
+            invalid.__cause__ = error
+        return invalid
+
+    def _said(self, kind: str, detail: Any) -> str | None:
+        """What a problem's line may say about it, or ``None`` when that is withheld."""
+        if kind in _RAISED_BY_VALIDATORS:
+            cause = detail.get("ctx", {}).get("error")
+            if not isinstance(cause, BaseException):
+                return None
+            visible = model_message(cause, self.tool)
+            return None if visible is None else bounded(utf8(visible), _LINE_LIMIT)
+        return bounded(utf8(detail["msg"]).rstrip("."), _LINE_LIMIT)
 
 
 # --- the arguments ------------------------------------------------------------------

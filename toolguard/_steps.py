@@ -13,12 +13,11 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from toolguard._logging import emit
-from toolguard._marks import model_message
 from toolguard._precedence import Resolved
 from toolguard._resilience import Breaker
 from toolguard.errors import (
@@ -46,14 +45,22 @@ class ToolState:
     open_until: float | None = None
 
 
+_COUNTED_STEPS: Final = 256  # steps remembered per tool for the model-retry budget
+
+
 @attrs.define
 class _Tool:
     model_retries: int = 0
-    last_step: int = -1
+    # the steps that already counted against the budget: parallel calls of a step
+    # count once, however the steps interleave (the oldest are forgotten past
+    # _COUNTED_STEPS; a step that old has long finished)
+    counted: set[int] = attrs.field(factory=set)
     failures: int = 0
     opened_at: float | None = None
     cooldown: float = 0.0
-    trial: bool = False
+    # the half-open trial is a lease: until this time, one call is the trial; a trial
+    # that never reports back (cancelled, control flow, a dead prober) expires
+    trial_until: float | None = None
 
 
 class SessionState:
@@ -115,11 +122,15 @@ class Step:
             record = session._tools.setdefault(tool, _Tool())
             if record.opened_at is None:
                 return True
-            waited = session._clock() - record.opened_at
-            if waited >= breaker.cooldown and not record.trial:
-                record.trial = True  # half-open: this call is the one trial
+            now = session._clock()
+            waited = now - record.opened_at
+            lease = record.trial_until
+            if waited >= breaker.cooldown and (lease is None or now >= lease):
+                record.trial_until = now + breaker.cooldown  # half-open: this call's lease
                 return True
             retry_after = max(0.0, breaker.cooldown - waited)
+            if lease is not None:  # another call holds the trial
+                retry_after = max(retry_after, lease - now)
         raise ToolUnavailable(
             f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
             f"Do not call it again for about {retry_after:.0f} s; use another tool or tell "
@@ -128,11 +139,19 @@ class Step:
             retry_after=retry_after,
         )
 
-    def finished(self, tool: str, breaker: Breaker | None, error: Exception | None) -> None:
+    def finished(
+        self,
+        tool: str,
+        breaker: Breaker | None,
+        error: Exception | None,
+        *,
+        visible: bool = False,
+    ) -> None:
         """Record the outcome of a call (``error`` is ``None`` on success).
 
         Unmarked exceptions and timeouts count as failures; a model-visible error
-        means the tool worked (it answered); neutral outcomes change nothing.
+        (``visible``: the failure read its marker) means the tool worked (it
+        answered); neutral outcomes change nothing.
         """
         if breaker is None:
             return
@@ -143,14 +162,12 @@ class Step:
                 return  # a healthy tool's success changes nothing: no lock
         elif isinstance(error, _NEUTRAL):
             return
-        counts = error is not None and (
-            isinstance(error, ToolTimeout) or model_message(error, tool) is None
-        )
+        counts = error is not None and (isinstance(error, ToolTimeout) or not visible)
         event: dict[str, Any] | None = None
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
             was_open = record.opened_at is not None
-            record.trial = False
+            record.trial_until = None
             if counts:
                 record.failures += 1
                 if was_open or record.failures >= breaker.failures:
@@ -179,8 +196,10 @@ class Step:
         session = self.session
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
-            if record.last_step != self.number:
-                record.last_step = self.number
+            if self.number not in record.counted:
+                if len(record.counted) >= _COUNTED_STEPS:
+                    record.counted = set(sorted(record.counted)[_COUNTED_STEPS // 2 :])
+                record.counted.add(self.number)
                 record.model_retries += 1
             used = record.model_retries
         if used <= limit:

@@ -106,6 +106,7 @@ def _round(dispatcher: Dispatcher) -> dict[str, Any]:
     return {
         "return_direct_mode": dispatcher.return_direct_mode,
         "max_workers": dispatcher.max_workers,
+        "max_abandoned": dispatcher.max_abandoned,
     }
 
 

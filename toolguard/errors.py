@@ -67,10 +67,16 @@ class ToolError(Exception):
     """A failure whose message is written for the model.
 
     ``raise ToolError("There is no order 42. Ask the user to check the number.") from err``
-    sends the message to the model; the cause (``err``) is logged, never sent.
+    sends the message to the model; the cause (``err``) is logged, never sent. A
+    blank message is refused here (``ValueError``): the model must be told something.
     """
 
     def __init__(self, message: str) -> None:
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError(
+                f"{type(self).__name__} needs a message for the model; got a blank one "
+                f"({message!r}). Say what went wrong and what to do instead."
+            )
         super().__init__(message)
         self.message = message
 

@@ -50,12 +50,13 @@ def parse_call(request: Any, *, call_id: str | None = None) -> ToolCall:
     if method is not None and method != _METHOD:
         raise ValueError(f"mcp.parse_call answers {_METHOD!r} requests, got {method!r}")
     params = get(request, "params") if has(request, "params") else request
-    name = get(params, "name")
-    if not isinstance(name, str):
+    if not has(params, "name"):
         raise TypeError(
             "mcp.parse_call takes a tools/call request or its params (with a 'name'), "
             f"got {type(request).__name__}"
         )
+    # a name that is not a string is the client's mistake: the dispatcher answers it
+    name = get(params, "name")
     if call_id is None:
         request_id = get(request, "id")
         call_id = None if request_id is None else str(request_id)
