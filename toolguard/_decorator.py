@@ -71,30 +71,33 @@ def _passthrough(
 
 
 class _ToolAPI:
-    """The tool-facing API shared by :class:`Tool` and its bound form."""
+    """The tool-facing API shared by :class:`Tool` and its bound form.
 
-    _self_spec: ToolSpec
+    It declares no class-level annotation: one would shadow the wrapped function's
+    ``__annotations__`` (frameworks read a tool's annotations to build their schema).
+    """
 
     @property
     def name(self) -> str:
-        return self._self_spec.name
+        return self.spec.name
 
     @property
     def description(self) -> str:
-        return self._self_spec.description
+        return self.spec.description
 
     @property
     def policy(self) -> ToolPolicy:
-        return self._self_spec.policy
+        return self.spec.policy
 
     @property
     def parameters(self) -> dict[str, Any]:
         """JSON Schema of the arguments the model may send."""
-        return self._self_spec.arguments.parameters
+        return self.spec.arguments.parameters
 
     @property
     def spec(self) -> ToolSpec:
-        return self._self_spec
+        spec: ToolSpec = self._self_spec  # type: ignore[attr-defined]  # set by Tool
+        return spec
 
     def _runner(self) -> Runner:
         """A one-tool runner: the tool's policy over the global defaults."""

@@ -159,12 +159,22 @@ class Dispatcher:
         return Session(self._runner, self._rounds, clock=clock)
 
     def dispatch(
-        self, call: ToolCall, *, policy: ToolPolicy | None = None, context: Any = None
+        self,
+        call: ToolCall,
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run one call, synchronously, on this thread. Always returns a result,
         unless a handler fails the invocation (``ToolCallFailed``) or the failure is
-        control flow."""
-        return self._runner.dispatch(call, policy, context, None)
+        control flow.
+
+        ``context`` is what ``Injected`` parameters receive; ``framework_values``,
+        by parameter name, what a framework's own parameters receive (its
+        ``RunContext``, ``InjectedState``...: what an integration supplies).
+        """
+        return self._runner.dispatch(call, policy, context, None, framework_values)
 
     async def adispatch(
         self,
@@ -173,14 +183,16 @@ class Dispatcher:
         policy: ToolPolicy | None = None,
         context: Any = None,
         offload: bool = False,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run one call on the running event loop.
 
         A sync tool runs inline, blocking the loop while it runs, unless
         ``offload=True`` (then on the dispatcher's thread pool: what a server
-        answering many requests on one loop wants).
+        answering many requests on one loop wants). ``framework_values`` as for
+        :meth:`dispatch`.
         """
-        return await self._runner.adispatch(call, policy, context, None, offload)
+        return await self._runner.adispatch(call, policy, context, None, offload, framework_values)
 
     def run(
         self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None

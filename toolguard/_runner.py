@@ -18,7 +18,7 @@ import asyncio
 import contextvars
 import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from pydantic_core import ValidationError
@@ -176,7 +176,12 @@ class Runner:
     # --- one call, sync ----------------------------------------------------------------
 
     def dispatch(
-        self, call: ToolCall, policy: ToolPolicy | None, context: Any, step: Step | None
+        self,
+        call: ToolCall,
+        policy: ToolPolicy | None,
+        context: Any,
+        step: Step | None,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """One call on this thread (the sync pipeline)."""
         try:
@@ -203,7 +208,7 @@ class Runner:
                 except ValidationError as invalid:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
-                args, kwargs = entry.arguments.bind(call, context)
+                args, kwargs = entry.arguments.bind(call, context, framework_values)
             if breaker is not None:
                 report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
@@ -274,6 +279,7 @@ class Runner:
         context: Any,
         step: Step | None,
         offload: bool,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """One call on the running event loop (the async pipeline)."""
         try:
@@ -299,7 +305,7 @@ class Runner:
                 except ValidationError as invalid:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
-                args, kwargs = entry.arguments.bind(call, context)
+                args, kwargs = entry.arguments.bind(call, context, framework_values)
             if breaker is not None:
                 report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:

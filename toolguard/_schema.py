@@ -22,13 +22,21 @@ from typing_extensions import TypedDict
 
 from toolguard._docstrings import check_docstring as check_docs
 from toolguard._docstrings import describe
+from toolguard._frameworks import FrameworkParameter, framework_of
 from toolguard._marks import model_message
 from toolguard._text import bounded, excerpt, utf8
 from toolguard._types import accepts_none, null_means_default, pydantic_ready
 from toolguard._values import ToolCall
 from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
 
-__all__ = ["Arguments", "Injected", "InjectedCallId", "build_arguments", "describe"]
+__all__ = [
+    "Arguments",
+    "Injected",
+    "InjectedCallId",
+    "build_arguments",
+    "describe",
+    "missing_framework_value",
+]
 
 
 class InjectedCallId:
@@ -87,23 +95,32 @@ class Arguments:
     positional: tuple[str, ...]
     call_id_params: tuple[str, ...]
     context_params: tuple[str, ...]
+    framework: tuple[FrameworkParameter, ...] = ()
 
     @property
     def injected(self) -> tuple[str, ...]:
-        return self.call_id_params + self.context_params
+        """Every parameter the model may not send: the application's and the framework's."""
+        return self.call_id_params + self.context_params + tuple(p.name for p in self.framework)
 
     @property
     def plain_validate(self) -> Callable[[Any], dict[str, Any]] | None:
         """The validator alone, when a dict the model sent is all the function takes
         (no injected or positional-only parameters); ``None`` otherwise."""
         if self.positional or self.injected:
-            return None
+            return None  # framework parameters are among the injected
         return self.validator.validate_python
 
-    def bind(self, call: ToolCall, context: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def bind(
+        self,
+        call: ToolCall,
+        context: Any,
+        framework_values: Mapping[str, Any] | None = None,
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate the model's arguments; return ``(args, kwargs)`` for the function.
 
-        Raises :class:`InvalidArguments` (model-visible) when they do not fit, and
+        ``framework_values`` are the values of the framework's parameters, by name
+        (what its integration supplies). Raises :class:`InvalidArguments`
+        (model-visible) when the model's arguments do not fit, and
         :class:`InjectionError` (hidden: the application's bug) when an injected
         value is missing.
         """
@@ -135,9 +152,18 @@ class Arguments:
                 )
             for name in self.context_params:
                 kwargs[name] = context
+        if self.framework:
+            self._supply(kwargs, framework_values or {})
         if self.positional:
             return tuple(kwargs.pop(name) for name in self.positional), kwargs
         return (), kwargs
+
+    def _supply(self, kwargs: dict[str, Any], values: Mapping[str, Any]) -> None:
+        for parameter in self.framework:
+            if parameter.name in values:
+                kwargs[parameter.name] = values[parameter.name]
+            elif not parameter.has_default:
+                raise InjectionError(missing_framework_value(self.tool, parameter))
 
     def invalid(self, error: pydantic_core.ValidationError) -> InvalidArguments:
         """The model-visible error for a failed validation: one bounded line per problem.
@@ -206,6 +232,16 @@ class Arguments:
 # --- the arguments ------------------------------------------------------------------
 
 
+def missing_framework_value(tool: str, parameter: FrameworkParameter) -> str:
+    """What to do about a framework's parameter that nothing supplied."""
+    return (
+        f"tool {tool!r} takes {parameter.framework}'s {parameter.kind} (parameter "
+        f"{parameter.name!r}), "
+        f"which only {parameter.framework} supplies, when it runs the tool: run it through "
+        f"toolguard.integrations for {parameter.framework}, or give the parameter a default"
+    )
+
+
 def _is_marker(meta: Any, marker: type) -> bool:
     return meta is marker or isinstance(meta, marker)
 
@@ -239,8 +275,9 @@ def build_arguments(
     positional: list[str] = []
     call_id_params: list[str] = []
     context_params: list[str] = []
+    framework_params: list[FrameworkParameter] = []
     extra: Literal["forbid", "allow"] = "forbid"
-    for param in params:
+    for index, param in enumerate(params):
         if param.kind is param.VAR_POSITIONAL:
             raise ToolDefinitionError(
                 f"tool {tool!r}: *{param.name} is not supported; a model sends named arguments"
@@ -250,14 +287,28 @@ def build_arguments(
             continue
         annotation = hints.get(param.name, Any)
         metadata = getattr(annotation, "__metadata__", ())
+        if param.kind is param.POSITIONAL_ONLY:
+            positional.append(param.name)
         if any(_is_marker(m, InjectedCallId) for m in metadata):
             call_id_params.append(param.name)
             continue
         if any(_is_marker(m, Injected) for m in metadata):
             context_params.append(param.name)
             continue
-        if param.kind is param.POSITIONAL_ONLY:
-            positional.append(param.name)
+        marked = framework_of(annotation)
+        if marked is not None:
+            framework_params.append(
+                FrameworkParameter(
+                    name=param.name,
+                    framework=marked[0],
+                    marker=marked[1],
+                    kind=marked[2],
+                    annotation=annotation,
+                    index=index,
+                    has_default=param.default is not param.empty,
+                )
+            )
+            continue
         try:
             annotation = pydantic_ready(annotation)
         except ToolDefinitionError as error:
@@ -303,6 +354,7 @@ def build_arguments(
         positional=tuple(positional),
         call_id_params=tuple(call_id_params),
         context_params=tuple(context_params),
+        framework=tuple(framework_params),
     )
 
 

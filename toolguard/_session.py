@@ -9,7 +9,7 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from toolguard._policy import ToolPolicy
@@ -34,10 +34,15 @@ class Session:
     # --- the dispatcher's API, one model step per call ---------------------------
 
     def dispatch(
-        self, call: ToolCall, *, policy: ToolPolicy | None = None, context: Any = None
+        self,
+        call: ToolCall,
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """``Dispatcher.dispatch`` as one step of this conversation."""
-        return self._runner.dispatch(call, policy, context, self._state.step())
+        return self._runner.dispatch(call, policy, context, self._state.step(), framework_values)
 
     async def adispatch(
         self,
@@ -46,9 +51,11 @@ class Session:
         policy: ToolPolicy | None = None,
         context: Any = None,
         offload: bool = False,
+        framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """``Dispatcher.adispatch`` as one step of this conversation."""
-        return await self._runner.adispatch(call, policy, context, self._state.step(), offload)
+        step = self._state.step()
+        return await self._runner.adispatch(call, policy, context, step, offload, framework_values)
 
     def run(
         self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
