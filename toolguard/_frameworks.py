@@ -46,8 +46,9 @@ class FrameworkParameter:
 
     ``marker`` is the qualified name of the injection type that matched (a key of
     :data:`FRAMEWORK_MARKERS`), ``kind`` the name of the class written
-    (``InjectedState`` for the marker ``InjectedToolArg``); ``annotation`` the parameter's annotation as
-    written, for an integration that declares the parameter back to its framework;
+    (``InjectedState`` for the marker ``InjectedToolArg``); ``annotation`` the
+    parameter's annotation as written, for an integration that declares the
+    parameter back to its framework;
     ``index`` its position among the function's parameters.
     """
 
