@@ -31,7 +31,7 @@ from toolguard._policy import (
 )
 from toolguard._precedence import Setting
 from toolguard._rounds import Rounds
-from toolguard._session import Session
+from toolguard._session import Session, Sessions
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 
@@ -101,6 +101,7 @@ class Dispatcher:
         )
         self._runner = runner_for(self._tools, self._guard, self.max_workers, self.max_abandoned)
         self._rounds = Rounds(self._runner, self.return_direct_mode)
+        self._sessions = Sessions()
 
     # --- inspection --------------------------------------------------------------
 
@@ -154,9 +155,22 @@ class Dispatcher:
 
     # --- calls ---------------------------------------------------------------------
 
-    def session(self, *, clock: Callable[[], float] | None = None) -> Session:
-        """A new conversation on this dispatcher: its own retry budgets and breakers."""
-        return Session(self._runner, self._rounds, clock=clock)
+    def session(
+        self, *, id: str | None = None, clock: Callable[[], float] | None = None
+    ) -> Session:
+        """A conversation on this dispatcher: its own retry budgets and breakers.
+
+        Without ``id``, a new conversation. With one (a LangGraph thread id, an MCP
+        session id), the same conversation each time: the dispatcher keeps it while
+        it is in use, and forgets one left idle for :data:`SESSION_TTL` seconds, or
+        the least recently used beyond :data:`MAX_SESSIONS`. ``clock`` (tests)
+        applies when the session is made.
+        """
+        if id is None:
+            return Session(self._runner, self._rounds, clock=clock)
+        return self._sessions.get(
+            id, lambda: Session(self._runner, self._rounds, id=id, clock=clock)
+        )
 
     def dispatch(
         self,

@@ -29,7 +29,7 @@ from toolguard._steps import Step
 from toolguard._suggest import did_you_mean
 from toolguard._text import shown
 from toolguard._values import Content, ToolCall, ToolResult
-from toolguard.errors import ToolDefinitionError, UnknownTool
+from toolguard.errors import ToolDefinitionError, ToolUnavailable, UnknownTool
 
 __all__ = ["Guard", "Rules"]
 
@@ -152,10 +152,16 @@ class Guard:
         """Each setting of ``name`` and the level that supplied it (see ``Dispatcher.explain``)."""
         rules = self._rules.get(name)
         if rules is None:
-            if not foreign:
+            if not foreign and name not in self.external:
+                known = (*self.names, *sorted(self.external))
                 raise KeyError(
-                    f"no tool named {name!r}{did_you_mean(name, self.names)}; "
+                    f"no tool named {name!r}{did_you_mean(name, known)}; "
                     f"tools: {', '.join(self.names) or 'none'}"
+                    + (
+                        f"; guarded elsewhere: {', '.join(sorted(self.external))}"
+                        if self.external
+                        else ""
+                    )
                 )
             rules = self.rules(name)
         return self.resolved(rules, policy).explain()
@@ -291,7 +297,12 @@ class Guard:
         return await self.afailed(error, call, resolved, rules.name, step)
 
     def handle_result(
-        self, call: ToolCall, value: object, *, policy: ToolPolicy | None = None
+        self,
+        call: ToolCall,
+        value: object,
+        *,
+        policy: ToolPolicy | None = None,
+        step: Step | None = None,
     ) -> ToolResult:
         """The result of a successful call of a tool that ran elsewhere (a value that
         cannot be serialised is a hidden failure)."""
@@ -301,11 +312,18 @@ class Guard:
             content, artifact = to_content(value)
         except Exception as error:  # noqa: BLE001 - a value's own serialiser may raise anything
             self.check_sync(rules.name, resolved)
-            return self.failed(error, call, resolved, rules.name)
+            return self.failed(error, call, resolved, rules.name, step)
+        if step is not None:
+            step.finished(rules.name, resolved.breaker, None)
         return self.succeeded(call, rules.name, content, artifact, resolved)
 
     async def ahandle_result(
-        self, call: ToolCall, value: object, *, policy: ToolPolicy | None = None
+        self,
+        call: ToolCall,
+        value: object,
+        *,
+        policy: ToolPolicy | None = None,
+        step: Step | None = None,
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
         rules = self.rules(shown(call.name))
@@ -313,5 +331,18 @@ class Guard:
         try:
             content, artifact = to_content(value)
         except Exception as error:  # noqa: BLE001 - as above
-            return await self.afailed(error, call, resolved, rules.name)
+            return await self.afailed(error, call, resolved, rules.name, step)
+        if step is not None:
+            step.finished(rules.name, resolved.breaker, None)
         return self.succeeded(call, rules.name, content, artifact, resolved)
+
+    def admit(self, call: ToolCall, step: Step) -> ToolResult | None:
+        """Before a tool that runs elsewhere runs: ``None`` to run it, or the answer
+        (the tool is unavailable: its breaker is open in this session)."""
+        rules = self.rules(shown(call.name))
+        resolved = self.resolved(rules)
+        try:
+            step.check_breaker(rules.name, resolved.breaker)
+        except ToolUnavailable as unavailable:
+            return self.failed(unavailable, call, resolved, rules.name, step)
+        return None

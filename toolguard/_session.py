@@ -9,8 +9,11 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from toolguard._policy import ToolPolicy
 from toolguard._rounds import Rounds
@@ -18,15 +21,21 @@ from toolguard._runner import Runner
 from toolguard._steps import SessionState, ToolState
 from toolguard._values import Round, ToolCall, ToolResult
 
-__all__ = ["Session"]
+__all__ = ["MAX_SESSIONS", "SESSION_TTL", "Session", "Sessions"]
 
 
 class Session:
     """One conversation on a dispatcher. Create with ``dispatcher.session()``."""
 
     def __init__(
-        self, runner: Runner, rounds: Rounds, *, clock: Callable[[], float] | None = None
+        self,
+        runner: Runner,
+        rounds: Rounds,
+        *,
+        id: str | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        self.id = id
         self._runner = runner
         self._rounds = rounds
         self._state = SessionState(clock=clock)
@@ -69,6 +78,71 @@ class Session:
         """``Dispatcher.arun``: the round is one step of this conversation."""
         return await self._rounds.arun(list(calls), policy, context, self._state.step())
 
+    # --- tools another framework runs (the in-place integrations) ---------------------
+
+    def admit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
+        """Before running a tool that runs elsewhere: ``None`` to run it, or the answer
+        to send instead (its breaker is open in this conversation).
+
+        ``step`` names the model step the call belongs to (the model message it came
+        in): calls with the same ``step`` count once against a model-retry budget.
+        """
+        return self._runner.guard.admit(call, self._state.step(step))
+
+    def handle_error(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        step: str | None = None,
+    ) -> ToolResult:
+        """``Dispatcher.handle_error`` in this conversation: the failure counts against
+        the tool's breaker and model-retry budget."""
+        return self._runner.guard.handle_error(
+            call, error, policy=policy, step=self._state.step(step)
+        )
+
+    async def ahandle_error(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        step: str | None = None,
+    ) -> ToolResult:
+        """Async :meth:`handle_error` (async handlers allowed)."""
+        return await self._runner.guard.ahandle_error(
+            call, error, policy=policy, step=self._state.step(step)
+        )
+
+    def handle_result(
+        self,
+        call: ToolCall,
+        value: Any,
+        *,
+        policy: ToolPolicy | None = None,
+        step: str | None = None,
+    ) -> ToolResult:
+        """``Dispatcher.handle_result`` in this conversation: a success after failures
+        closes the tool's breaker."""
+        return self._runner.guard.handle_result(
+            call, value, policy=policy, step=self._state.step(step)
+        )
+
+    async def ahandle_result(
+        self,
+        call: ToolCall,
+        value: Any,
+        *,
+        policy: ToolPolicy | None = None,
+        step: str | None = None,
+    ) -> ToolResult:
+        """Async :meth:`handle_result` (async handlers allowed)."""
+        return await self._runner.guard.ahandle_result(
+            call, value, policy=policy, step=self._state.step(step)
+        )
+
     def state(self, tool: str) -> ToolState:
         """What this session remembers about ``tool``."""
         return self._state.state(tool)
@@ -76,3 +150,31 @@ class Session:
     def reset(self, tool: str | None = None) -> None:
         """Forget budgets and close breakers: for one tool, or all of them."""
         self._state.reset(tool)
+
+
+SESSION_TTL: Final = 3600.0  # seconds a named session is kept while idle
+MAX_SESSIONS: Final = 10_000  # named sessions kept at most per dispatcher
+
+
+class Sessions:
+    """One dispatcher's named sessions: found again by id, forgotten when idle."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_id: OrderedDict[str, tuple[Session, float]] = OrderedDict()
+
+    def get(self, id: str, make: Callable[[], Session]) -> Session:
+        if not isinstance(id, str) or not id:
+            raise TypeError(f"session(id=...) takes a non-empty str, got {id!r}")
+        now = self._clock()
+        with self._lock:
+            while self._by_id:  # the least recently used first: drop the idle ones
+                oldest, (_, used) = next(iter(self._by_id.items()))
+                if now - used < SESSION_TTL and len(self._by_id) < MAX_SESSIONS:
+                    break
+                del self._by_id[oldest]
+            found = self._by_id.pop(id, None)
+            session = found[0] if found is not None else make()
+            self._by_id[id] = (session, now)
+        return session

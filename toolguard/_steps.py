@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -46,6 +47,7 @@ class ToolState:
 
 
 _COUNTED_STEPS: Final = 256  # steps remembered per tool for the model-retry budget
+_KEYED_STEPS: Final = 1024  # named steps remembered per session
 
 
 @attrs.define
@@ -71,10 +73,23 @@ class SessionState:
         self._lock = threading.Lock()
         self._tools: dict[str, _Tool] = {}
         self._steps = itertools.count(1)
+        self._keyed: OrderedDict[str, int] = OrderedDict()
 
-    def step(self) -> Step:
-        """A new model step (``count``'s ``next()`` is atomic)."""
-        return Step(self, next(self._steps))
+    def step(self, key: str | None = None) -> Step:
+        """A model step: a new one, or the one named ``key`` (calls an integration
+        sees one by one, with the model message they came in as their key, make
+        one step). ``count``'s ``next()`` is atomic."""
+        if key is None:
+            return Step(self, next(self._steps))
+        with self._lock:
+            number = self._keyed.get(key)
+            if number is None:
+                number = self._keyed[key] = next(self._steps)
+                if len(self._keyed) > _KEYED_STEPS:
+                    self._keyed.popitem(last=False)
+            else:
+                self._keyed.move_to_end(key)
+        return Step(self, number)
 
     def state(self, tool: str) -> ToolState:
         """What this conversation remembers about ``tool``."""
