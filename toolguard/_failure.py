@@ -7,9 +7,15 @@ called (``handler(...)`` or ``await handler.acall(...)``).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
 from typing import Any, Final
 
 import attrs
+import tenacity
 
 from toolguard._content import ERROR_LIMIT, sendable
 from toolguard._handlers import Handler, HandlerContext, fail
@@ -111,6 +117,8 @@ class Failure:
 
     def _fields(self, handler: Handler, context: HandlerContext, error_id: str) -> dict[str, Any]:
         """The event's fields, built once and handed to the logger as they are."""
+        if self.resolved.log_frames == "tool":
+            _from_the_tool(self.error)
         fields = {
             "error_id": error_id,
             "tool": self.name,
@@ -118,7 +126,9 @@ class Failure:
             "answered_by": context.level,
             "handler": handler.name,
             "error_type": type(self.error).__name__,
-            "arguments": arguments_for_log(self.call.arguments, self.resolved.redact),
+            "arguments": arguments_for_log(
+                self.call.arguments, self.resolved.redact, self.resolved.max_logged_arguments
+            ),
             "exc_info": self.error,
         }
         if self.attempts > 1:
@@ -184,3 +194,31 @@ def _kind(error: Exception, message: str | None) -> ErrorKind:
         if isinstance(error, error_type):
             return kind
     return "hidden" if message is None else "visible"
+
+
+def _plumbing() -> tuple[str, ...]:
+    """Where the frames above a tool's own come from: toolguard's call path and the
+    standard library and tenacity machinery it runs tools through."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    core = ("_runner", "_attempts", "_pools", "_rounds", "_guard", "_dispatcher",
+            "_session", "_decorator")  # fmt: skip
+    places = [os.path.join(here, f"{name}.py") for name in core]
+    places += [os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
+               for module in (asyncio, concurrent.futures, tenacity)]  # fmt: skip
+    places += [os.path.abspath(threading.__file__), os.path.abspath(contextlib.__file__)]
+    return tuple(places)
+
+
+_PLUMBING: Final = _plumbing()
+
+
+def _from_the_tool(error: BaseException) -> None:
+    """Drop toolguard's own frames from the top of ``error``'s traceback, so a logged
+    traceback starts where the tool's code is (``log_frames="tool"``). A traceback of
+    toolguard's frames only (a result that cannot be serialised) is kept whole."""
+    top = error.__traceback__
+    frame = top
+    while frame is not None and frame.tb_frame.f_code.co_filename.startswith(_PLUMBING):
+        frame = frame.tb_next
+    if frame is not None and frame is not top:
+        error.__traceback__ = frame

@@ -36,7 +36,9 @@ from toolguard._handlers import (
 )
 from toolguard._policy import (
     EXHAUSTED_MODES,
+    LOG_FRAMES,
     LOG_LEVELS,
+    MIN_LOGGED_ARGUMENTS,
     MIN_RESULT_CHARS,
     RETURN_DIRECT_MODES,
     ReturnDirect,
@@ -295,6 +297,12 @@ KEYS: Final[tuple[Key, ...]] = (
         "model_retries_exhausted",
         "model_retries_exhausted",
         lambda v: choice(v, EXHAUSTED_MODES),
+    ),
+    Key("log_frames", "log_frames", lambda v: choice(v, LOG_FRAMES)),
+    Key(
+        "max_logged_arguments",
+        "max_logged_arguments",
+        lambda v: count(v, MIN_LOGGED_ARGUMENTS, unlimited=True),
     ),
     Key(
         "return_direct_mode",

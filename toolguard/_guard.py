@@ -26,7 +26,7 @@ from toolguard._marks import is_control_flow
 from toolguard._policy import NEVER, AgentPolicy, ToolPolicy
 from toolguard._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
 from toolguard._steps import Step
-from toolguard._suggest import did_you_mean
+from toolguard._suggest import Names, did_you_mean
 from toolguard._text import shown
 from toolguard._values import Content, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, ToolUnavailable, UnknownTool
@@ -69,6 +69,7 @@ class Guard:
     ) -> None:
         self.external = frozenset(external)
         self.names = tuple(tools)
+        self._names = Names(self.names)
         self._lock = threading.Lock()
         self._overrides = self._read_overrides(policies, tools)
         self._agent = tuple(
@@ -246,9 +247,9 @@ class Guard:
         """
         message = self._unknown_messages.get(name)
         if message is None:
-            listed = ", ".join(self.names) or "none"
+            known, listed = self._names, self._names.listing
             if type(call.name) is str:
-                hint = did_you_mean(call.name[:_MAX_NAME], self.names)
+                hint = known.did_you_mean(call.name[:_MAX_NAME])
                 message = f"There is no tool named '{name}'{hint}. Available tools: {listed}."
             else:
                 message = (

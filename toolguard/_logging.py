@@ -37,6 +37,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import pydantic_core
 import structlog
 
 from toolguard._text import utf8
@@ -90,62 +91,114 @@ def new_error_id() -> str:
     return f"{_ids.getrandbits(32):08x}"
 
 
-def redact(value: Any, keys: tuple[str, ...]) -> Any:
+def redact(value: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
     """Mask the values of mapping keys that contain any of ``keys``, compared after
-    :func:`normalised` (so case and separators do not matter); text is made valid UTF-8."""
+    :func:`normalised` (so case and separators do not matter); text is made valid
+    UTF-8; at most ``limit`` characters of text are kept (``None``: all), marked where
+    cut."""
     pattern = _redaction(keys)
-    if type(value) is dict and (pattern is None or not _needs_work(value, pattern)):
-        return dict(value)  # the common case: flat arguments, nothing secret-looking
-    return _redact(value, pattern, 0)
+    if type(value) is dict and not _needs_work(value, pattern, limit):
+        return dict(value)  # the common case: flat, short, nothing secret-looking
+    return _Walk(pattern, limit).value(value, 0)
 
 
 _SCALARS: Final = (str, int, float, bool, type(None))
+_CUT: Final = "...[toolguard: {count} more characters cut]"
+_MORE: Final = "[toolguard: {count} more items cut]"
 
 
-def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str]) -> bool:
+def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: int | None) -> bool:
+    size = 0
     for key, item in value.items():
         if type(item) not in _SCALARS or (type(item) is str and not item.isascii()):
             return True
-        if type(key) is not str or not key.isascii() or pattern.search(normalised(key)):
+        if type(key) is not str or not key.isascii():
             return True
+        if pattern is not None and pattern.search(normalised(key)):
+            return True
+        if limit is not None:
+            size += len(key) + (len(item) if type(item) is str else 8)
+            if size > limit:
+                return True
     return False
 
 
-def _redact(value: Any, pattern: re.Pattern[str] | None, depth: int) -> Any:
-    if depth > _MAX_DEPTH:
-        return "[too deep]"
-    if isinstance(value, Mapping):
-        redacted = {}
-        for key, item in value.items():
-            shown_key = utf8(key) if isinstance(key, str) else key
-            if pattern is not None and isinstance(key, str) and pattern.search(normalised(key)):
-                redacted[shown_key] = REDACTED
+class _Walk:
+    """One bounded, redacting copy of a value: ``left`` characters of text remain."""
+
+    __slots__ = ("left", "pattern")
+
+    def __init__(self, pattern: re.Pattern[str] | None, limit: int | None) -> None:
+        self.pattern = pattern
+        self.left = limit if limit is not None else -1  # -1: no limit
+
+    def value(self, value: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            return "[too deep]"
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind is dict or (kind is not list and isinstance(value, Mapping)):
+            return self.mapping(value, depth)
+        if kind is list or kind is tuple:
+            return self.items(value, depth)
+        return value
+
+    def text(self, text: str) -> str:
+        text = utf8(text)
+        if self.left < 0:
+            return text
+        if len(text) > self.left:
+            cut = text[: self.left] + _CUT.format(count=len(text) - self.left)
+            self.left = 0
+            return cut
+        self.left -= len(text)
+        return text
+
+    def mapping(self, value: Mapping[Any, Any], depth: int) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for position, (key, item) in enumerate(value.items()):
+            if self.left == 0:
+                out["..."] = _MORE.format(count=len(value) - position)
+                break
+            shown_key = self.text(key) if isinstance(key, str) else key
+            if (
+                self.pattern is not None
+                and isinstance(key, str)
+                and self.pattern.search(normalised(key))
+            ):
+                out[shown_key] = REDACTED
             else:
-                redacted[shown_key] = _redact(item, pattern, depth + 1)
-        return redacted
-    if isinstance(value, list | tuple):
-        return [_redact(item, pattern, depth + 1) for item in value]
-    if isinstance(value, str):
-        return utf8(value)
-    return value
+                out[shown_key] = self.value(item, depth + 1)
+        return out
+
+    def items(self, value: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
+        out: list[Any] = []
+        for position, item in enumerate(value):
+            if self.left == 0:
+                out.append(_MORE.format(count=len(value) - position))
+                break
+            out.append(self.value(item, depth + 1))
+        return out
 
 
-def arguments_for_log(arguments: Any, keys: tuple[str, ...]) -> Any:
-    """What of the model's arguments may appear in a log event.
+def arguments_for_log(arguments: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
+    """What of the model's arguments may appear in a log event: redacted, bounded.
 
-    Parsed arguments pass through :func:`redact`; a raw string that could not be
-    parsed cannot be redacted, so only its length is logged.
+    Parsed arguments pass through :func:`redact`; a JSON string is parsed by
+    pydantic-core (fast, and once); a raw string that could not be parsed cannot be
+    redacted, so only its length is logged.
     """
     if arguments is None or isinstance(arguments, Mapping):
-        return redact(arguments, keys) if arguments else {}
+        return redact(arguments, keys, limit) if arguments else {}
     if isinstance(arguments, str):
-        import json
-
+        if not arguments.strip():
+            return {}
         try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
+            parsed = pydantic_core.from_json(arguments)
         except ValueError:
             return f"[unparsed, {len(arguments)} chars]"
-        return redact(parsed, keys)
+        return redact(parsed, keys, limit)
     return f"[{type(arguments).__name__}]"
 
 

@@ -27,7 +27,9 @@ __all__ = [
     "ALWAYS",
     "DEFAULT_REDACT",
     "EXHAUSTED_MODES",
+    "LOG_FRAMES",
     "LOG_LEVELS",
+    "MIN_LOGGED_ARGUMENTS",
     "MIN_RESULT_CHARS",
     "NEVER",
     "ON_SUCCESS",
@@ -37,6 +39,7 @@ __all__ = [
     "UNSET",
     "AgentPolicy",
     "ExhaustedMode",
+    "LogFrames",
     "PolicyOptions",
     "ReturnDirect",
     "ReturnDirectLike",
@@ -136,6 +139,9 @@ ReturnDirectLike: TypeAlias = (
 
 
 ExhaustedMode: TypeAlias = Literal["message", "fail", "stop"]
+LogFrames: TypeAlias = Literal["tool", "all"]
+LOG_FRAMES: Final[tuple[LogFrames, ...]] = typing.get_args(LogFrames)
+MIN_LOGGED_ARGUMENTS: Final = 100
 EXHAUSTED_MODES: Final[tuple[ExhaustedMode, ...]] = typing.get_args(ExhaustedMode)
 MIN_RESULT_CHARS: Final = 100
 
@@ -154,6 +160,8 @@ class PolicyOptions(TypedDict, total=False):
     breaker: Breaker | Unset | None
     max_model_retries: int | Unset | None
     model_retries_exhausted: ExhaustedMode | Unset
+    log_frames: LogFrames | Unset
+    max_logged_arguments: int | Unset | None
 
 
 def _to_handler(value: HandlerLike | Unset) -> Handler | Unset:
@@ -225,6 +233,23 @@ def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
     )
 
 
+def _to_log_frames(value: Any) -> LogFrames | Unset:
+    if isinstance(value, _Unset) or value in LOG_FRAMES:
+        return value  # type: ignore[no-any-return]
+    raise ValueError(f"log_frames={value!r} is not allowed; use 'tool' or 'all'")
+
+
+def _to_max_logged_arguments(value: Any) -> int | Unset | None:
+    if isinstance(value, _Unset) or value is None:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_LOGGED_ARGUMENTS:
+        return value
+    raise ValueError(
+        f"max_logged_arguments={value!r} is not allowed; use an int of at least "
+        f"{MIN_LOGGED_ARGUMENTS}, or None"
+    )
+
+
 @attrs.frozen(kw_only=True, init=False)
 class ToolPolicy:
     """What one precedence level says about a tool. Unset fields are :data:`UNSET`.
@@ -245,6 +270,10 @@ class ToolPolicy:
     * ``model_retries_exhausted``: then ``"message"`` (tell the model to stop
       calling the tool, the built-in), ``"fail"`` (raise ``ToolCallFailed``), or
       ``"stop"`` (tell the model, and ask the round to stop).
+    * ``log_frames``: a hidden cause's logged traceback starts at the tool's own frame
+      (``"tool"``, the built-in) or keeps toolguard's frames above it (``"all"``).
+    * ``max_logged_arguments``: characters of the model's arguments a log event holds,
+      marked where cut (2,000 built in; ``None``: all of them).
 
     Derive variants with ``attrs.evolve(policy, field=value)``.
     """
@@ -264,6 +293,10 @@ class ToolPolicy:
     )
     model_retries_exhausted: ExhaustedMode | Unset = attrs.field(
         default=UNSET, converter=_to_exhausted
+    )
+    log_frames: LogFrames | Unset = attrs.field(default=UNSET, converter=_to_log_frames)
+    max_logged_arguments: int | Unset | None = attrs.field(
+        default=UNSET, converter=_to_max_logged_arguments
     )
 
     def __init__(self, **options: Unpack[PolicyOptions]) -> None:

@@ -22,6 +22,7 @@ from toolguard._policy import (
     SCALAR_FIELDS,
     UNSET,
     ExhaustedMode,
+    LogFrames,
     ReturnDirect,
     ToolPolicy,
 )
@@ -74,6 +75,8 @@ BUILTIN: Final = ToolPolicy(
     breaker=None,
     max_model_retries=None,
     model_retries_exhausted="message",
+    log_frames="tool",
+    max_logged_arguments=2_000,
 )
 """The built-in level: never declines, logs hidden causes at WARNING."""
 
@@ -112,7 +115,9 @@ class Resolved:
         "breaker",
         "chain",
         "is_async",
+        "log_frames",
         "log_level",
+        "max_logged_arguments",
         "max_model_retries",
         "max_result_chars",
         "model_retries_exhausted",
@@ -136,6 +141,8 @@ class Resolved:
         self.breaker: Breaker | None = settings["breaker"].value
         self.max_model_retries: int | None = settings["max_model_retries"].value
         self.model_retries_exhausted: ExhaustedMode = settings["model_retries_exhausted"].value
+        self.log_frames: LogFrames = settings["log_frames"].value
+        self.max_logged_arguments: int | None = settings["max_logged_arguments"].value
 
     def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
         """Each setting's effective value and level; ``on_error`` is the whole chain."""

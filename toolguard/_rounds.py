@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import FIRST_EXCEPTION, Future
 from concurrent.futures import wait as futures_wait
 from typing import Any, Final
 
@@ -93,9 +93,16 @@ class Rounds:
     ) -> Round:
         """A round on the running event loop: its calls as tasks (sync tools offloaded
         to the pool when there are several calls)."""
-        offload = len(calls) > 1
+        if len(calls) == 1:  # no task to make: the one call runs right here
+            try:
+                outcome: ToolResult | BaseException = await self.runner.adispatch(
+                    calls[0], policy, context, step, False
+                )
+            except Exception as error:  # noqa: BLE001 - ToolCallFailed, control flow: the round decides
+                outcome = error
+            return assemble_round(calls, [outcome], self.mode)
         gathered = await asyncio.gather(
-            *(self.runner.adispatch(call, policy, context, step, offload) for call in calls),
+            *(self.runner.adispatch(call, policy, context, step, True) for call in calls),
             return_exceptions=True,
         )
         return assemble_round(calls, list(gathered), self.mode)
@@ -106,7 +113,9 @@ def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:
     (``KeyboardInterrupt``, even ``_thread.interrupt_main()``), stops it at once."""
     pending: set[Future[ToolResult]] = set(futures)
     while pending:
-        done, pending = futures_wait(pending, timeout=_POLL, return_when=FIRST_COMPLETED)
+        # woken by a call that raised (an interrupt must stop the round at once), or
+        # every _POLL s (an interrupt of this thread), not by each call that returns
+        done, pending = futures_wait(pending, timeout=_POLL, return_when=FIRST_EXCEPTION)
         for future in done:
             error = future.exception()
             if error is not None and is_interrupt(error):

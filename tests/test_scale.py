@@ -1,0 +1,190 @@
+"""What grows with the input stays bounded (issue 16): unknown tools among many,
+large arguments in log events, tracebacks, a one-call round.
+
+Costs are measured in ``benchmarks/``; these tests pin the behaviour that makes the
+cost bounded (how many names are compared, how much is logged), never a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import traceback
+from typing import Any
+
+import pytest
+
+from tests._content import str_content
+from toolguard import Dispatcher, ToolCall, ToolPolicy, tool
+from toolguard._suggest import CANDIDATES, Names
+
+MANY = 10_000
+
+
+def _names(count: int) -> list[str]:
+    return [f"tool_{i:05d}" for i in range(count)]
+
+
+def _many_tools(count: int) -> list[Any]:
+    made = []
+    for name in _names(count):
+
+        @tool(name=name)
+        def each() -> str:
+            return "ok"
+
+        made.append(each)
+    return made
+
+
+@pytest.fixture(scope="module")
+def crowd() -> Dispatcher:
+    return Dispatcher(_many_tools(MANY))
+
+
+def test_an_unknown_name_among_many_tools_is_answered_briefly(crowd: Dispatcher) -> None:
+    result = crowd.dispatch(ToolCall(name="tool_04242x", arguments={}, id="1"))
+    message = str_content(result)
+    assert result.is_error
+    assert "did you mean 'tool_04242'?" in message
+    assert f"(and {MANY - 20} more)" in message
+    assert len(message) < 600  # twenty names and a count, not ten thousand names
+
+
+def test_the_message_does_not_grow_with_the_number_of_tools(crowd: Dispatcher) -> None:
+    few = Dispatcher(_many_tools(10))
+    call = ToolCall(name="nothing_like_it", arguments={}, id="1")
+    small = str_content(few.dispatch(call))
+    large = str_content(crowd.dispatch(call))
+    assert "tool_00009" in small and "more)" not in small
+    assert len(large) - len(small) < 250  # ten more names and "(and N more)"
+
+
+def test_a_suggestion_compares_a_bounded_number_of_names() -> None:
+    names = Names([*_names(MANY // 2), "search_web", *_names(MANY)[MANY // 2 :]])
+    for word in ("tool_04242x", "tool_", "xyz", "", "t" * 10_000, "tool_99999"):
+        assert len(names._candidates(word)) <= CANDIDATES
+    assert names.did_you_mean("serch_web") == " (did you mean 'search_web'?)"
+    assert names.did_you_mean("completely different") == ""
+
+
+def test_a_suggestion_still_finds_a_typo_among_few_names() -> None:
+    names = Names(["search_web", "read_file", "write_file", "send_email"])
+    assert names.did_you_mean("serch_web") == " (did you mean 'search_web'?)"
+    assert names.did_you_mean("write_fiel") == " (did you mean 'write_file'?)"
+    assert Names([]).listing == "none"
+
+
+# -- large arguments in the log ------------------------------------------------
+
+
+@tool
+def fails(text: str = "", items: list[str] | None = None, token: str = "") -> str:
+    raise RuntimeError("db down")
+
+
+def _hidden(logs: list[dict[str, Any]]) -> dict[str, Any]:
+    [event] = [e for e in logs if e["event"] == "tool_error_hidden"]
+    return event
+
+
+def _logged_size(value: Any) -> int:
+    return len(json.dumps(value))
+
+
+def test_a_megabyte_argument_is_logged_bounded_and_marked(logs: list[dict[str, Any]]) -> None:
+    text = "x" * 1_000_000
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments={"text": text}, id="1"))
+    logged = _hidden(logs)["arguments"]["text"]
+    assert logged.startswith("x" * 1_000)
+    assert logged.endswith(" more characters cut]") and len(logged) < 2_100
+    assert _logged_size(_hidden(logs)["arguments"]) < 2_200
+
+
+def test_a_json_string_of_arguments_is_bounded_too(logs: list[dict[str, Any]]) -> None:
+    raw = json.dumps({"token": "sk-1", "items": ["y" * 100] * 10_000})
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
+    logged = _hidden(logs)["arguments"]
+    assert logged["token"] == "[redacted]"
+    assert (
+        logged["items"][-1].startswith("[toolguard: ") and "more items cut" in logged["items"][-1]
+    )
+    assert _logged_size(logged) < 3_000
+
+
+def test_the_bound_is_a_policy_setting(logs: list[dict[str, Any]]) -> None:
+    text = "z" * 50_000
+    unbounded = Dispatcher([fails], max_logged_arguments=None)
+    unbounded.dispatch(ToolCall(name="fails", arguments={"text": text}, id="1"))
+    assert _hidden(logs)["arguments"]["text"] == text
+    with pytest.raises(ValueError, match="at least 100"):
+        ToolPolicy(max_logged_arguments=10)
+    with pytest.raises(ValueError, match="log_frames"):
+        ToolPolicy(log_frames="some")  # type: ignore[arg-type]
+
+
+def test_short_arguments_are_logged_whole(logs: list[dict[str, Any]]) -> None:
+    arguments = {"text": "short", "items": ["a", "b"]}
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=arguments, id="1"))
+    assert _hidden(logs)["arguments"] == arguments
+
+
+# -- tracebacks start at the tool ----------------------------------------------
+
+
+def _first_frame(event: dict[str, Any]) -> str:
+    error = event["exc_info"]
+    return traceback.extract_tb(error.__traceback__)[0].name
+
+
+@tool
+async def afails() -> str:
+    raise RuntimeError("db down")
+
+
+@tool(timeout=5)
+def timed_fails() -> str:
+    raise RuntimeError("db down")
+
+
+@tool(retries=1)
+def retried_fails() -> str:
+    raise ConnectionError("reset")
+
+
+@pytest.mark.parametrize("tool_", [fails, timed_fails, retried_fails], ids=lambda t: t.name)
+def test_a_logged_traceback_starts_at_the_tool(logs: list[dict[str, Any]], tool_: Any) -> None:
+    Dispatcher([tool_]).dispatch(ToolCall(name=tool_.name, arguments={}, id="1"))
+    assert _first_frame(_hidden(logs)) == tool_.__wrapped__.__name__
+
+
+def test_an_async_tool_s_traceback_starts_at_the_tool(logs: list[dict[str, Any]]) -> None:
+    asyncio.run(Dispatcher([afails]).adispatch(ToolCall(name="afails", arguments={}, id="1")))
+    assert _first_frame(_hidden(logs)) == "afails"
+
+
+def test_toolguard_s_frames_are_kept_when_asked(logs: list[dict[str, Any]]) -> None:
+    everything = Dispatcher([fails], log_frames="all")
+    everything.dispatch(ToolCall(name="fails", arguments={}, id="1"))
+    frames = traceback.extract_tb(_hidden(logs)["exc_info"].__traceback__)
+    assert "toolguard" in frames[0].filename and frames[-1].name == "fails"
+
+
+# -- a round of one call -------------------------------------------------------
+
+
+def test_a_one_call_round_runs_in_the_caller_s_task() -> None:
+    seen: list[asyncio.Task[Any] | None] = []
+
+    @tool
+    async def where() -> str:
+        seen.append(asyncio.current_task())
+        return "here"
+
+    async def main() -> asyncio.Task[Any] | None:
+        round_ = await Dispatcher([where]).arun([ToolCall(name="where", arguments={}, id="1")])
+        assert str_content(round_.results[0]) == "here"
+        return asyncio.current_task()
+
+    caller = asyncio.run(main())
+    assert seen == [caller]
