@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolguard import Breaker, Dispatcher, RetryWithFeedback, Setting, ToolCall, ToolPolicy
+from toolguard import Breaker, Dispatcher, RetryWithFeedback, Setting, ToolCall, ToolPolicy, tool
 from toolguard import _session as session_module
 
 
@@ -84,3 +84,22 @@ def test_explain_covers_the_tools_a_dispatcher_guards_elsewhere() -> None:
     assert explained["max_workers"] == Setting(32, "builtin")
     with pytest.raises(KeyError, match="guarded elsewhere: lookup"):
         agent.explain("lokup")
+
+
+async def test_dispatch_and_rounds_take_a_named_step() -> None:
+    """Calls a framework hands over one by one, from one model message, count once."""
+
+    @tool(max_model_retries=3)
+    def search(q: str) -> str:
+        raise RetryWithFeedback("Quote phrases.")
+
+    session = Dispatcher([search]).session()
+    call = ToolCall(name="search", arguments={"q": "x"})
+    session.dispatch(call, step="m1")
+    await session.adispatch(call, step="m1")
+    session.run([call, call], step="m1")
+    await session.arun([call], step="m1")
+    assert session.state("search").model_retries == 1
+    session.dispatch(call)  # no step named: a step of its own
+    await session.adispatch(call, step="m2")
+    assert session.state("search").model_retries == 3

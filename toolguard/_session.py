@@ -49,9 +49,12 @@ class Session:
         policy: ToolPolicy | None = None,
         context: Any = None,
         framework_values: Mapping[str, Any] | None = None,
+        step: str | None = None,
     ) -> ToolResult:
-        """``Dispatcher.dispatch`` as one step of this conversation."""
-        return self._runner.dispatch(call, policy, context, self._state.step(), framework_values)
+        """``Dispatcher.dispatch`` as one step of this conversation, or as part of the
+        step named ``step`` (calls of one model message count once, see :meth:`admit`)."""
+        state = self._state.step(step)
+        return self._runner.dispatch(call, policy, context, state, framework_values)
 
     async def adispatch(
         self,
@@ -61,22 +64,33 @@ class Session:
         context: Any = None,
         offload: bool = False,
         framework_values: Mapping[str, Any] | None = None,
+        step: str | None = None,
     ) -> ToolResult:
-        """``Dispatcher.adispatch`` as one step of this conversation."""
-        step = self._state.step()
-        return await self._runner.adispatch(call, policy, context, step, offload, framework_values)
+        """``Dispatcher.adispatch`` as one step of this conversation (or of ``step``)."""
+        state = self._state.step(step)
+        return await self._runner.adispatch(call, policy, context, state, offload, framework_values)
 
     def run(
-        self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
+        self,
+        calls: Iterable[ToolCall],
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        step: str | None = None,
     ) -> Round:
-        """``Dispatcher.run``: the round is one step of this conversation."""
-        return self._rounds.run(list(calls), policy, context, self._state.step())
+        """``Dispatcher.run``: the round is one step of this conversation (or of ``step``)."""
+        return self._rounds.run(list(calls), policy, context, self._state.step(step))
 
     async def arun(
-        self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
+        self,
+        calls: Iterable[ToolCall],
+        *,
+        policy: ToolPolicy | None = None,
+        context: Any = None,
+        step: str | None = None,
     ) -> Round:
-        """``Dispatcher.arun``: the round is one step of this conversation."""
-        return await self._rounds.arun(list(calls), policy, context, self._state.step())
+        """``Dispatcher.arun``: the round is one step of this conversation (or of ``step``)."""
+        return await self._rounds.arun(list(calls), policy, context, self._state.step(step))
 
     # --- tools another framework runs (the in-place integrations) ---------------------
 
