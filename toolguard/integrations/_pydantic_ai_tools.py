@@ -275,7 +275,7 @@ def _function(dispatcher: Dispatcher, name: str, retry_on: RetryOn) -> Callable[
         p.name for p in guarded_tool.spec.arguments.framework if p.framework == FRAMEWORK
     )
 
-    async def run_tool(ctx: RunContext[Any], **arguments: Any) -> Any:
+    async def run_tool(ctx: RunContext[Any], /, **arguments: Any) -> Any:
         sent: Any = arguments.get(_NOT_AN_OBJECT, arguments)
         call = ToolCall(name=name, arguments=sent, id=ctx.tool_call_id)
         current = scope.get()
