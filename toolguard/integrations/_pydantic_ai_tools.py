@@ -228,11 +228,12 @@ def raise_for(result: ToolResult, retry_on: RetryOn) -> None:
 
     ``ModelRetry`` for a ``RetryWithFeedback`` or invalid arguments (every
     model-visible failure with ``retry_on="visible"``); ``ToolFailed`` otherwise.
-    A hidden failure is never a retry.
+    The kind of failure decides (``ToolResult.error_kind``): a hidden failure is
+    never a retry; a ``RetryWithFeedback`` raised from a hidden cause still is.
     """
     if result.is_error and not result.return_direct:
         kinds = _RETRY_KINDS if retry_on == "feedback" else _VISIBLE_KINDS
-        if result.error_kind in kinds and result.error_id is None:
+        if result.error_kind in kinds:
             raise ModelRetry(result.text)
         raise ToolFailed(result.text)
 
