@@ -645,3 +645,21 @@ async def test_under_the_capability_adapter_calls_run_in_the_conversations_sessi
     assert "unavailable" in str(refused.content)
     session = guard.session(id=str(first.all_messages()[-1].conversation_id))
     assert session.state("flaky").open_until is not None
+
+
+async def test_a_value_cut_by_max_result_chars_goes_as_toolguards_text() -> None:
+    """Any other value passes untouched (Pydantic AI serialises it), unless toolguard cut it."""
+
+    @toolguard.tool(max_result_chars=100)
+    def dump(n: int) -> dict[str, Any]:
+        """Dump rows."""
+        return {"rows": list(range(n))}
+
+    script = Script(
+        [call("dump", {"n": 3}, "small"), call("dump", {"n": 200}, "big")], [TextPart("ok")]
+    )
+    result = await run([as_pydantic_ai_tool(dump)], script)
+
+    assert returns(result)["small"].content == {"rows": [0, 1, 2]}
+    big = returns(result)["big"].content
+    assert isinstance(big, str) and "output truncated" in big

@@ -233,7 +233,7 @@ class ToolguardCapability(AbstractCapability[Any]):
         else:
             result = await self.dispatcher.ahandle_result(call, seen)
         raise_for(result, self.retry_on)
-        if isinstance(value, str) and result.content != seen:
+        if result.content != seen:
             value = result.content  # cut by max_result_chars
         if result.return_direct:
             return with_decision(value, decision(result))

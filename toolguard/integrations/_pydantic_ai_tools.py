@@ -26,16 +26,16 @@ from pydantic_ai import (
     UsageLimitExceeded,
 )
 from pydantic_ai import Tool as PydanticAITool
-from pydantic_ai import messages as _messages
 from pydantic_ai.exceptions import SkipToolExecution, ToolFailedError, ToolRetryError
 from pydantic_ai.tools import ToolPrepareFunc
 from pydantic_core import SchemaValidator, core_schema
 from typing_extensions import Unpack
 
+from toolguard._content import TRUNCATED
 from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
 from toolguard._session import Session
-from toolguard._values import Content, Image, ToolCall, ToolResult
+from toolguard._values import Content, Image, Output, Text, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, register_control_flow
 from toolguard.integrations._common import guarded
 
@@ -50,7 +50,7 @@ __all__ = [
     "as_pydantic_ai_tool",
     "as_pydantic_ai_tools",
     "decision",
-    "is_native",
+    "passes_through",
     "raise_for",
     "scope",
     "with_decision",
@@ -100,15 +100,10 @@ _ARGUMENTS: Final = SchemaValidator(
     )
 )
 
-_MULTI_MODAL: Final[tuple[type, ...]] = (
-    *getattr(
-        _messages,
-        "MULTI_MODAL_CONTENT_TYPES",
-        (_messages.ImageUrl, _messages.AudioUrl, _messages.DocumentUrl, _messages.VideoUrl),
-    ),
-    BinaryContent,
-)
-_NATIVE: Final[tuple[type, ...]] = (ToolReturn, *_MULTI_MODAL)
+# text and toolguard's own content: what the adapter sends as toolguard's content
+_AS_CONTENT: Final = (str, Output, Text, Image)
+# the note truncate() appends (its text up to the first placeholder)
+_CUT: Final = TRUNCATED.split("{", 1)[0]
 
 
 class PydanticAIToolOptions(TypedDict, total=False):
@@ -134,30 +129,41 @@ class PydanticAIToolOptions(TypedDict, total=False):
 # --- what a tool returned ---------------------------------------------------------------
 
 
-def is_native(value: Any) -> bool:
-    """Whether ``value`` is Pydantic AI's own return type (``ToolReturn``, multimodal
-    content, or a list holding some), which it must receive untouched."""
-    if isinstance(value, _NATIVE):
-        return True
-    return isinstance(value, list | tuple) and any(isinstance(v, _MULTI_MODAL) for v in value)
+def passes_through(value: Any, result: ToolResult) -> bool:
+    """Whether a successful ``value`` reaches Pydantic AI as the tool returned it.
+
+    Every value does (Pydantic AI serialises it as for its own tools: a ``ToolReturn``,
+    multimodal content, a dict, a model...), except toolguard's own content
+    (``Output``, ``Text``/``Image`` blocks) and a result cut by ``max_result_chars``,
+    which go as toolguard's content.
+    """
+    if isinstance(value, _AS_CONTENT):
+        return False
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(v, Text | Image) for v in value)
+    ):
+        return False
+    return not (isinstance(result.content, str) and _CUT in result.content)
 
 
 # The adapter asks the dispatcher to run the tool, which turns the value into
-# toolguard content; a native value must reach Pydantic AI as it was returned. Under
-# an adapter call, the tool's function records such a value here (per task: a
-# dispatcher may be shared).
+# toolguard content; Pydantic AI must receive the value as it was returned. Under an
+# adapter call, the tool's function records its value here (per task: a dispatcher
+# may be shared).
 _KEPT: ContextVar[list[Any] | None] = ContextVar("toolguard_pydantic_ai_kept", default=None)
 
 
 def _keep(value: Any) -> Any:
     kept = _KEPT.get()
-    if kept is not None and is_native(value):
+    if kept is not None:
         kept.append(value)
     return value
 
 
-def _keep_native_values(dispatcher: Dispatcher, name: str) -> None:
-    """Make ``name``'s function (as the dispatcher runs it) record native values.
+def _keep_values(dispatcher: Dispatcher, name: str) -> None:
+    """Make ``name``'s function (as the dispatcher runs it) record its values.
 
     The dispatcher has no public way to hand back the value a tool returned, so this
     wraps the function in its runner entry, once; outside an adapter call the
@@ -244,11 +250,11 @@ _NOTHING: Final = object()
 def answer(result: ToolResult, retry_on: RetryOn, value: Any = _NOTHING) -> Any:
     """Pydantic AI's outcome for toolguard's result: a return, or the signal raised.
 
-    On success, ``value`` (what the tool returned) is returned untouched when it is
-    native (:func:`is_native`); otherwise toolguard's content.
+    On success, ``value`` (what the tool returned) is returned untouched when it
+    :func:`passes_through`; otherwise toolguard's content.
     """
     raise_for(result, retry_on)
-    if value is not _NOTHING and not result.is_error and is_native(value):
+    if value is not _NOTHING and not result.is_error and passes_through(value, result):
         return with_decision(value, decision(result))
     return ToolReturn(
         return_value=_return_value(result.content), metadata={METADATA_KEY: decision(result)}
@@ -329,7 +335,7 @@ def _pydantic_ai_tool(
         raise ValueError(f"retry_on={retry_on!r} is not allowed; use 'feedback' or 'visible'")
     guarded_tool = dispatcher.tools[name]
     _refuse_foreign_parameters(guarded_tool, name)
-    _keep_native_values(dispatcher, name)
+    _keep_values(dispatcher, name)
     function = _function(dispatcher, name, retry_on)
     description = guarded_tool.description or None
     schema = PydanticAITool.from_schema(
