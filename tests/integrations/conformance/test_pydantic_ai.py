@@ -344,3 +344,22 @@ async def test_pydantic_ais_own_model_retry_is_the_same_three_ways() -> None:
         part = answer_of(script)
         answers[way] = (part.outcome, part.content)
     assert answers["in_place"] == answers["native"] == answers["adapter"]
+
+
+async def test_agent_tool_and_tool_plain_accept_a_toolguard_tool() -> None:
+    """Pydantic AI's decorators take a ``@tool`` as they take the plain function."""
+    definitions: dict[str, list[dict[str, Any]]] = {}
+    for kind in ("plain", "toolguard"):
+        script = Script(
+            [ToolCallPart("search", {"query": "hats"}, tool_call_id="c1")], [TextPart("ok")]
+        )
+        agent = Agent(FunctionModel(script), deps_type=Deps)
+        wrap: Callable[[Callable[..., Any]], Any] = (
+            (lambda f: f) if kind == "plain" else toolguard.tool
+        )
+        agent.tool(wrap(search))
+        agent.tool_plain(wrap(tag))
+        result = await agent.run("go", deps=Deps("ann"))
+        definitions[kind] = [shown(d) for d in script.definitions]
+        assert returned(result)[0].content == "ann: 3 results for hats"
+    assert definitions["toolguard"] == definitions["plain"]
