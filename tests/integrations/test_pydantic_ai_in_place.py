@@ -59,6 +59,8 @@ SECRET = "db-password=hunter2"
 class Script:
     """A FunctionModel script: one list of response parts per model request."""
 
+    __name__ = "script"  # FunctionModel names its model after the function
+
     def __init__(self, *steps: list[Any]) -> None:
         self.steps = list(steps)
         self.seen: list[list[ModelMessage]] = []

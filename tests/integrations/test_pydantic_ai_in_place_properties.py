@@ -54,6 +54,8 @@ LEVELS = ("override", "agent", "global")
 
 
 class Script:
+    __name__ = "script"  # FunctionModel names its model after the function
+
     def __init__(self, *steps: list[Any]) -> None:
         self.steps = list(steps)
         self.seen: list[list[ModelMessage]] = []

@@ -137,6 +137,8 @@ def made(way: Way, function: Callable[..., Any]) -> tuple[Tool[Any], list[Toolgu
 
 
 class Script:
+    __name__ = "script"  # FunctionModel names its model after the function
+
     def __init__(self, *steps: list[Any]) -> None:
         self.steps = list(steps)
         self.definitions: list[ToolDefinition] = []
