@@ -8,6 +8,7 @@ tools and capabilities are the framework's own.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -19,14 +20,20 @@ from pydantic_ai import (
     BinaryContent,
     CallDeferred,
     DeferredToolRequests,
+    DeferredToolResults,
+    ImageUrl,
     ModelMessage,
     ModelResponse,
     ModelRetry,
+    RunContext,
     TextPart,
     Tool,
     ToolCallPart,
+    ToolDefinition,
+    ToolReturn,
     ToolReturnPart,
     UnexpectedModelBehavior,
+    UserPromptPart,
 )
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
@@ -59,6 +66,8 @@ SECRET = "db-password=hunter2"
 
 class Script:
     """A FunctionModel script: one list of response parts per model request."""
+
+    __name__ = "script"  # FunctionModel names its model after the function
 
     def __init__(self, *steps: list[Any]) -> None:
         self.steps = list(steps)
@@ -442,3 +451,217 @@ def test_as_pydantic_ai_tool_refuses_what_it_cannot_serve() -> None:
         as_pydantic_ai_tool("charge")
     with pytest.raises(ValueError, match="retry_on='always'"):
         as_pydantic_ai_tool(charge, retry_on="always")  # type: ignore[arg-type]
+
+
+# --- Pydantic AI's own injection, return values and Tool options (issue 13) -----------------
+
+
+async def test_a_run_context_parameter_gets_pydantic_ais_context_and_is_in_no_schema() -> None:
+    seen: list[RunContext[User]] = []
+
+    @toolguard.tool
+    def greet(ctx: RunContext[User], greeting: str) -> str:
+        """Greet the user."""
+        seen.append(ctx)
+        return f"{greeting}, {ctx.deps.name} ({ctx.tool_call_id}, retry {ctx.retry})"
+
+    made = as_pydantic_ai_tool(greet)
+    assert made.tool_def.parameters_json_schema["properties"] == {"greeting": {"type": "string"}}
+    script = Script([call("greet", {"greeting": "hi"}, "call-3")], [TextPart("ok")])
+    result = await run([made], script, deps=User("ann"))
+
+    assert returns(result)["call-3"].content == "hi, ann (call-3, retry 0)"
+    [ctx] = seen
+    assert isinstance(ctx, RunContext)
+    assert ctx.deps == User("ann")
+
+
+async def test_the_model_cannot_set_a_run_context_parameter() -> None:
+    @toolguard.tool
+    def greet(ctx: RunContext[User], greeting: str) -> str:
+        """Greet the user."""
+        return greeting
+
+    script = Script(
+        [call("greet", {"greeting": "hi", "ctx": {"deps": "evil"}}, "c")], [TextPart("ok")]
+    )
+    result = await run([as_pydantic_ai_tool(greet)], script, deps=User("ann"))
+
+    answer = returns(result)["c"]
+    assert answer.outcome == "retried"
+    assert "'ctx': set by the application; it cannot be sent" in str(answer.content)
+
+
+class InjectedToolArg:
+    """A stand-in for LangChain's marker, known to toolguard by its qualified name."""
+
+
+InjectedToolArg.__module__ = "langchain_core.tools.base"
+
+
+def test_a_parameter_only_another_framework_supplies_is_refused_at_conversion() -> None:
+    @toolguard.tool
+    def lookup(query: str, state: Annotated[dict[str, Any], InjectedToolArg]) -> str:
+        """Look up."""
+        return query
+
+    with pytest.raises(toolguard.ToolDefinitionError) as refused:
+        as_pydantic_ai_tool(lookup)
+    assert "'state'" in str(refused.value)
+    assert "Pydantic AI cannot supply" in str(refused.value)
+
+
+async def test_a_tool_return_passes_through_untouched_with_toolguards_decision_added() -> None:
+    @toolguard.tool
+    def report(order_id: int) -> ToolReturn:
+        """Report on an order."""
+        return ToolReturn(
+            return_value={"order": order_id, "state": "shipped"},
+            content=["Here is the label:", BinaryContent(data=b"PNG", media_type="image/png")],
+            metadata={"trace": "t-1"},
+        )
+
+    script = Script([call("report", {"order_id": 7}, "c")], [TextPart("ok")])
+    result = await run([as_pydantic_ai_tool(report)], script)
+
+    part = returns(result)["c"]
+    assert (part.outcome, part.content) == ("success", {"order": 7, "state": "shipped"})
+    assert part.metadata == {
+        "trace": "t-1",
+        "toolguard": {"return_direct": False, "is_error": False, "error_id": None},
+    }
+    # the ToolReturn's separate content reached the model as Pydantic AI sends it
+    request = script.seen[-1][-1]
+    assert isinstance(request, ModelRequest)
+    sent = [p for p in request.parts if isinstance(p, UserPromptPart)]
+    assert sent and sent[0].content == [
+        "Here is the label:",
+        BinaryContent(data=b"PNG", media_type="image/png"),
+    ]
+
+
+async def test_multimodal_content_passes_through_untouched() -> None:
+    @toolguard.tool
+    def photo(name: str) -> list[Any]:
+        """A photo."""
+        return [f"photo of {name}", ImageUrl(url="https://example.com/x.png")]
+
+    script = Script([call("photo", {"name": "x"}, "c")], [TextPart("ok")])
+    result = await run([as_pydantic_ai_tool(photo)], script)
+
+    assert returns(result)["c"].content == ["photo of x", ImageUrl(url="https://example.com/x.png")]
+
+
+async def test_pydantic_ais_tool_options_are_forwarded() -> None:
+    async def only_on_tuesdays(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:
+        return dataclasses.replace(tool_def, description="Find an order (prepared).")
+
+    made = as_pydantic_ai_tool(
+        find_order,
+        strict=True,
+        sequential=True,
+        prepare=only_on_tuesdays,
+        timeout=2.5,
+        metadata={"team": "orders"},
+    )
+    assert (made.strict, made.sequential, made.timeout) == (True, True, 2.5)
+    assert made.tool_def.metadata == {"team": "orders", "toolguard": {"adapter": True}}
+
+    described: list[str | None] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        described.extend(t.description for t in info.function_tools)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    await Agent(FunctionModel(model), tools=[made]).run("go")
+    assert described == ["Find an order (prepared)."]
+
+
+async def test_requires_approval_defers_the_call_until_a_human_approves() -> None:
+    ran: list[int] = []
+
+    @toolguard.tool
+    def refund(order_id: int) -> str:
+        """Refund an order."""
+        ran.append(order_id)
+        return f"refunded {order_id}"
+
+    agent = Agent(
+        FunctionModel(Script([call("refund", {"order_id": 5}, "c1")], [TextPart("Refunded.")])),
+        tools=[as_pydantic_ai_tool(refund, requires_approval=True)],
+        output_type=[str, DeferredToolRequests],
+    )
+    first = await agent.run("refund order 5")
+    assert isinstance(first.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in first.output.approvals] == ["c1"]
+    assert ran == []
+
+    second = await agent.run(
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={"c1": True}),
+    )
+    assert second.output == "Refunded."
+    assert ran == [5]
+    assert returns(second)["c1"].content == "refunded 5"
+
+
+async def test_as_pydantic_ai_tools_forwards_options_to_every_tool() -> None:
+    made = as_pydantic_ai_tools(Dispatcher([find_order, submit]), sequential=True)
+    assert [t.sequential for t in made] == [True, True]
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+async def test_under_the_capability_adapter_calls_run_in_the_conversations_session(
+    logs: Logs,
+) -> None:
+    """A breaker opens across two runs of one conversation (``message_history``)."""
+    ran: list[str] = []
+
+    @toolguard.tool(breaker=toolguard.Breaker(failures=2, cooldown=60))
+    def flaky(key: str) -> str:
+        """A flaky backend."""
+        ran.append(key)
+        raise ConnectionError(f"backend down {SECRET}")
+
+    guard = Dispatcher([flaky])
+    script = Script(
+        [call("flaky", {"key": "a"}, "c1")],
+        [TextPart("first run over")],
+        [call("flaky", {"key": "b"}, "c2")],
+        [call("flaky", {"key": "c"}, "c3")],
+        [TextPart("second run over")],
+    )
+    agent = Agent(
+        FunctionModel(script),
+        tools=as_pydantic_ai_tools(guard),
+        capabilities=[ToolguardCapability(guard)],
+    )
+    first = await agent.run("go")
+    second = await agent.run("again", message_history=first.all_messages())
+
+    assert ran == ["a", "b"]  # the third call found the breaker open
+    refused = returns(second)["c3"]
+    assert refused.outcome == "failed"
+    assert "unavailable" in str(refused.content)
+    session = guard.session(id=str(first.all_messages()[-1].conversation_id))
+    assert session.state("flaky").open_until is not None
+
+
+async def test_a_value_cut_by_max_result_chars_goes_as_toolguards_text() -> None:
+    """Any other value passes untouched (Pydantic AI serialises it), unless toolguard cut it."""
+
+    @toolguard.tool(max_result_chars=100)
+    def dump(n: int) -> dict[str, Any]:
+        """Dump rows."""
+        return {"rows": list(range(n))}
+
+    script = Script(
+        [call("dump", {"n": 3}, "small"), call("dump", {"n": 200}, "big")], [TextPart("ok")]
+    )
+    result = await run([as_pydantic_ai_tool(dump)], script)
+
+    assert returns(result)["small"].content == {"rows": [0, 1, 2]}
+    big = returns(result)["big"].content
+    assert isinstance(big, str) and "output truncated" in big

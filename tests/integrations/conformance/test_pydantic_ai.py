@@ -1,0 +1,367 @@
+"""Conformance: one tool, three ways, in a real Pydantic AI run.
+
+* ``native``: Pydantic AI's own ``Tool`` on the plain function (the reference for
+  what the model sees and for success);
+* ``in_place``: Pydantic AI's own ``Tool`` on the toolguard ``@tool`` of that
+  function, guarded in place by ``ToolguardCapability``;
+* ``adapter``: toolguard's ``as_pydantic_ai_tool``, under the same capability.
+
+Driven by ``Agent.run`` with Pydantic AI's ``FunctionModel`` (a script) and
+``TestModel`` (it calls every tool with arguments it makes from the schema). The
+three must give the same tool definition to the model, the same injected
+``RunContext``, the same return on success; on failure the two toolguard ways give
+toolguard's answer (where the native tool crashes the run or says whatever it says).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import (
+    Agent,
+    AgentRunResult,
+    BinaryContent,
+    ModelMessage,
+    ModelResponse,
+    ModelRetry,
+    RunContext,
+    TextPart,
+    Tool,
+    ToolCallPart,
+    ToolDefinition,
+    ToolReturn,
+    ToolReturnPart,
+)
+from pydantic_ai.messages import ModelRequest
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+
+import toolguard
+from toolguard import Dispatcher, RetryWithFeedback, ToolError
+from toolguard._precedence import BUILTIN_MESSAGE
+from toolguard.integrations.pydantic_ai import ToolguardCapability, as_pydantic_ai_tool
+
+Way = Literal["native", "in_place", "adapter"]
+WAYS: tuple[Way, ...] = ("native", "in_place", "adapter")
+TOOLGUARD_WAYS: tuple[Way, ...] = ("in_place", "adapter")
+
+
+@dataclass
+class Deps:
+    user: str
+
+
+class Address(BaseModel):
+    street: str
+    city: str = "Oslo"
+
+
+SEEN: list[dict[str, Any]] = []
+
+
+def _record(ctx: RunContext[Deps]) -> None:
+    SEEN.append(
+        {
+            "deps": ctx.deps,
+            "tool_call_id": ctx.tool_call_id,
+            "tool_name": ctx.tool_name,
+            "retry": ctx.retry,
+            "run_step": ctx.run_step,
+            "type": type(ctx),
+        }
+    )
+
+
+def search(ctx: RunContext[Deps], query: str, limit: int = 3) -> str:
+    """Search the catalogue.
+
+    Args:
+        query: What to look for.
+        limit: How many results to return.
+    """
+    _record(ctx)
+    if query == "secret":
+        raise RuntimeError("index at postgres://admin:hunter2@db refused")
+    if query == "missing":
+        raise ToolError("Nothing matches; ask the user for another word.")
+    if query == "vague":
+        raise RetryWithFeedback("Use a more specific query.")
+    if query == "pydantic-retry":
+        raise ModelRetry("Pydantic AI's own retry.")
+    return f"{ctx.deps.user}: {limit} results for {query}"
+
+
+def tag(names: list[str], colour: Literal["red", "blue"] | None = None) -> dict[str, Any]:
+    """Tag items."""
+    return {"tagged": names, "colour": colour}
+
+
+def ship(address: Address, express: bool = False) -> str:
+    """Ship to an address."""
+    return f"shipping to {address.street}, {address.city} (express={express})"
+
+
+def label(order_id: int) -> ToolReturn:
+    """A shipping label."""
+    return ToolReturn(
+        return_value=f"label for {order_id}",
+        content=["the label:", BinaryContent(data=b"PNG", media_type="image/png")],
+        metadata={"order_id": order_id},
+    )
+
+
+def photo(name: str) -> list[Any]:
+    """A photo."""
+    return [f"photo of {name}", BinaryContent(data=b"JPG", media_type="image/jpeg")]
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    f.__name__: f for f in (search, tag, ship, label, photo)
+}
+
+
+def made(way: Way, function: Callable[..., Any]) -> tuple[Tool[Any], list[ToolguardCapability]]:
+    """The tool built ``way``, and the capabilities the agent gets with it."""
+    if way == "native":
+        return Tool(function), []
+    guarded = toolguard.tool(function)
+    guard = Dispatcher([guarded])
+    capabilities = [ToolguardCapability(guard)]
+    if way == "in_place":
+        return Tool(guarded), capabilities
+    return as_pydantic_ai_tool(guarded, dispatcher=guard), capabilities
+
+
+class Script:
+    __name__ = "script"  # FunctionModel names its model after the function
+
+    def __init__(self, *steps: list[Any]) -> None:
+        self.steps = list(steps)
+        self.definitions: list[ToolDefinition] = []
+        self.seen: list[list[ModelMessage]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.definitions = list(info.function_tools)
+        self.seen.append(list(messages))
+        return ModelResponse(parts=self.steps.pop(0))
+
+
+async def run(way: Way, name: str, model: Any, **options: Any) -> AgentRunResult[Any]:
+    tool, capabilities = made(way, FUNCTIONS[name])
+    agent = Agent(model, deps_type=Deps, tools=[tool], capabilities=capabilities, **options)
+    return await agent.run("go", deps=Deps("ann"))
+
+
+def returned(result: AgentRunResult[Any]) -> list[ToolReturnPart]:
+    return [
+        part
+        for message in result.all_messages()
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def without_toolguard(metadata: Any) -> Any:
+    """A return's metadata less toolguard's own decision (never sent to the model)."""
+    if isinstance(metadata, dict):
+        rest = {k: v for k, v in metadata.items() if k != "toolguard"}
+        return rest or None
+    return metadata
+
+
+def shown(definition: ToolDefinition) -> dict[str, Any]:
+    """What the model is told about a tool."""
+    return {
+        "name": definition.name,
+        "description": definition.description,
+        "parameters": definition.parameters_json_schema,
+        "strict": definition.strict,
+        "kind": definition.kind,
+        "sequential": definition.sequential,
+    }
+
+
+# --- what the model sees ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+async def test_the_model_sees_the_same_tool_definition_three_ways(name: str) -> None:
+    seen: dict[Way, dict[str, Any]] = {}
+    for way in WAYS:
+        script = Script([TextPart("ok")])
+        await run(way, name, FunctionModel(script))
+        [definition] = script.definitions
+        seen[way] = shown(definition)
+    assert seen["in_place"] == seen["native"]
+    assert seen["adapter"] == seen["native"]
+    assert "ctx" not in str(seen["native"]["parameters"])
+
+
+# --- what the tool is given, and what comes back on success ---------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+async def test_test_model_calls_give_the_same_returns_three_ways(name: str) -> None:
+    """``TestModel`` makes arguments from the schema and calls the tool; the returns
+    (content, outcome, metadata) and the run's output are the same."""
+    outcomes: dict[Way, Any] = {}
+    for way in WAYS:
+        SEEN.clear()
+        result = await run(way, name, TestModel(seed=3))
+        outcomes[way] = (
+            [
+                (p.tool_name, p.content, p.outcome, without_toolguard(p.metadata))
+                for p in returned(result)
+            ],
+            result.output,
+            list(SEEN),
+        )
+    assert outcomes["in_place"] == outcomes["native"]
+    assert outcomes["adapter"] == outcomes["native"]
+
+
+async def test_the_run_context_injected_is_the_same_three_ways() -> None:
+    contexts: dict[Way, list[dict[str, Any]]] = {}
+    for way in WAYS:
+        SEEN.clear()
+        script = Script(
+            [ToolCallPart("search", {"query": "hats", "limit": 2}, tool_call_id="c1")],
+            [TextPart("ok")],
+        )
+        await run(way, "search", FunctionModel(script))
+        contexts[way] = list(SEEN)
+    assert contexts["native"] == [
+        {
+            "deps": Deps("ann"),
+            "tool_call_id": "c1",
+            "tool_name": "search",
+            "retry": 0,
+            "run_step": 1,
+            "type": RunContext,
+        }
+    ]
+    assert contexts["in_place"] == contexts["native"]
+    assert contexts["adapter"] == contexts["native"]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("search", {"query": "hats"}),
+        ("tag", {"names": ["a", "b"], "colour": "red"}),
+        ("ship", {"address": {"street": "Main St 1"}, "express": True}),
+        ("label", {"order_id": 7}),
+        ("photo", {"name": "cat"}),
+    ],
+)
+async def test_a_success_is_returned_as_pydantic_ai_returns_it_three_ways(
+    name: str, arguments: dict[str, Any]
+) -> None:
+    answers: dict[Way, Any] = {}
+    for way in WAYS:
+        script = Script([ToolCallPart(name, arguments, tool_call_id="c1")], [TextPart("ok")])
+        await run(way, name, FunctionModel(script))
+        request = script.seen[-1][-1]
+        assert isinstance(request, ModelRequest)
+        answers[way] = [
+            (
+                type(part).__name__,
+                getattr(part, "content", None),
+                getattr(part, "outcome", None),
+                without_toolguard(getattr(part, "metadata", None)),
+                part.model_response_str() if isinstance(part, ToolReturnPart) else None,
+            )
+            for part in request.parts
+        ]
+    assert answers["in_place"] == answers["native"]
+    assert answers["adapter"] == answers["native"]
+
+
+# --- failures: toolguard's policy ---------------------------------------------------------------
+
+
+def answer_of(script: Script) -> ToolReturnPart:
+    request = script.seen[-1][-1]
+    assert isinstance(request, ModelRequest)
+    [part] = [p for p in request.parts if isinstance(p, ToolReturnPart)]
+    return part
+
+
+async def test_a_hidden_failure_crashes_the_native_run_and_is_toolguards_answer_otherwise(
+    logs: list[dict[str, Any]],
+) -> None:
+    script = Script([ToolCallPart("search", {"query": "secret"}, tool_call_id="c1")])
+    with pytest.raises(RuntimeError, match="hunter2"):
+        await run("native", "search", FunctionModel(script))
+
+    for way in TOOLGUARD_WAYS:
+        logs.clear()
+        script = Script(
+            [ToolCallPart("search", {"query": "secret"}, tool_call_id="c1")], [TextPart("ok")]
+        )
+        result = await run(way, "search", FunctionModel(script))
+        [event] = [e for e in logs if "hunter2" in repr(e)]
+        part = answer_of(script)
+        message = BUILTIN_MESSAGE.replace("{tool}", "search")
+        assert (part.outcome, part.content) == (
+            "failed",
+            message.replace("{error_id}", event["error_id"]),
+        ), way
+        assert "hunter2" not in str(result.all_messages())
+
+
+@pytest.mark.parametrize(
+    ("query", "outcome", "content"),
+    [
+        ("missing", "failed", "Nothing matches; ask the user for another word."),
+        ("vague", "retried", "Use a more specific query."),
+        ("pydantic-retry", "retried", "Pydantic AI's own retry."),
+    ],
+)
+async def test_model_visible_failures_are_the_same_answer_both_toolguard_ways(
+    query: str, outcome: str, content: str
+) -> None:
+    for way in TOOLGUARD_WAYS:
+        script = Script(
+            [ToolCallPart("search", {"query": query}, tool_call_id="c1")], [TextPart("ok")]
+        )
+        await run(way, "search", FunctionModel(script))
+        part = answer_of(script)
+        assert (part.outcome, part.content) == (outcome, content), way
+
+
+async def test_pydantic_ais_own_model_retry_is_the_same_three_ways() -> None:
+    answers: dict[Way, tuple[str, Any]] = {}
+    for way in WAYS:
+        script = Script(
+            [ToolCallPart("search", {"query": "pydantic-retry"}, tool_call_id="c1")],
+            [TextPart("ok")],
+        )
+        await run(way, "search", FunctionModel(script))
+        part = answer_of(script)
+        answers[way] = (part.outcome, part.content)
+    assert answers["in_place"] == answers["native"] == answers["adapter"]
+
+
+async def test_agent_tool_and_tool_plain_accept_a_toolguard_tool() -> None:
+    """Pydantic AI's decorators take a ``@tool`` as they take the plain function."""
+    definitions: dict[str, list[dict[str, Any]]] = {}
+    for kind in ("plain", "toolguard"):
+        script = Script(
+            [ToolCallPart("search", {"query": "hats"}, tool_call_id="c1")], [TextPart("ok")]
+        )
+        agent = Agent(FunctionModel(script), deps_type=Deps)
+        wrap: Callable[[Callable[..., Any]], Any] = (
+            (lambda f: f) if kind == "plain" else toolguard.tool
+        )
+        agent.tool(wrap(search))
+        agent.tool_plain(wrap(tag))
+        result = await agent.run("go", deps=Deps("ann"))
+        definitions[kind] = [shown(d) for d in script.definitions]
+        assert returned(result)[0].content == "ann: 3 results for hats"
+    assert definitions["toolguard"] == definitions["plain"]
