@@ -375,10 +375,7 @@ def test_a_schema_that_cannot_be_strict_is_declared_non_strict() -> None:
     assert as_function_tool(tag).params_json_schema == tag.parameters
     loose = as_function_tool(search, strict_mode=False)
     assert loose.strict_json_schema is False
-    assert (
-        loose.params_json_schema
-        == function_tool(search, strict_mode=False).params_json_schema
-    )
+    assert loose.params_json_schema == function_tool(search, strict_mode=False).params_json_schema
     with pytest.raises(toolguard.ToolDefinitionError, match="cannot be declared with strict"):
         as_function_tool(tag, strict_mode=True)
 
@@ -436,7 +433,7 @@ def test_function_tool_options_pass_through_but_toolguards_own_fields_do_not() -
     fn = as_function_tool(search, is_enabled=False, needs_approval=True)
     assert (fn.is_enabled, fn.needs_approval) == (False, True)
     with pytest.raises(TypeError, match="timeout_seconds"):
-        as_function_tool(search, timeout_seconds=3)
+        as_function_tool(search, timeout_seconds=3)  # type: ignore[call-arg]
 
 
 def test_as_function_tool_refuses_a_tool_the_dispatcher_does_not_have() -> None:

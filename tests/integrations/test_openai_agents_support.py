@@ -55,6 +55,7 @@ class ScriptModel(Model):
     def __init__(self, script: Sequence[Step]) -> None:
         self.script = list(script)
         self.inputs: list[Any] = []
+        self.offered: list[list[str]] = []  # the names of the tools each request offered
 
     @property
     def remaining_steps(self) -> int:
@@ -62,6 +63,8 @@ class ScriptModel(Model):
 
     async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
         self.inputs.append(kwargs.get("input", args[1] if len(args) > 1 else None))
+        tools = kwargs.get("tools", args[3] if len(args) > 3 else [])
+        self.offered.append([getattr(tool, "name", type(tool).__name__) for tool in tools])
         if not self.script:
             raise AssertionError("the model was asked once more than the script says")
         output = self.script.pop(0)
