@@ -192,9 +192,12 @@ FAILURE_SCRIPT = [
 ]
 
 
-async def test_the_sdk_alone_tells_the_model_nothing() -> None:
+async def test_the_sdk_alone_answers_every_failure_with_its_default() -> None:
+    """The reference for failures (before 0.24 the default also appends the
+    exception's text, secrets included; from 0.24 it says nothing more)."""
     got, _ = await run_way("sdk", FAILURE_SCRIPT)
-    assert got == {"c1": SDK_DEFAULT, "c2": SDK_DEFAULT}
+    assert str(got["c1"]).startswith(SDK_DEFAULT)
+    assert str(got["c2"]).startswith(SDK_DEFAULT)
 
 
 @pytest.mark.parametrize("way", ["in_place", "adapter"])
