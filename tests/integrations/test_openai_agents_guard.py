@@ -49,6 +49,7 @@ from toolguard.integrations.openai_agents import (
     tool_use_behavior,
 )
 
+from ..test_bad_input import CASES, decode
 from .test_openai_agents_support import (
     NO_TRACING,
     ScriptModel,
@@ -508,3 +509,91 @@ async def test_an_mcp_servers_tools_are_guarded_like_any_function_tool(tmp_path:
     assert answers["c2"].output == {"type": "text", "text": "42"}  # the SDK's own output
     assert "42" in str(result.final_output)  # the run ended on add's success
     assert model.remaining_steps == 1
+
+
+# --- the bad-input corpus through the in-place path ----------------------------------------------
+
+
+def corpus_tools() -> list[FunctionTool]:
+    """The corpus' tools (tests/test_bad_input.py) as an SDK app writes them."""
+
+    def refund(ctx: RunContextWrapper[Any], order_id: int, reason: str) -> str:
+        """Refund an order."""
+        ran.append("refund")
+        return "refunded"
+
+    def search_orders(
+        query: str,
+        limit: int = 10,
+        tags: list[str] | None = None,
+        filters: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Search the orders."""
+        ran.append("search_orders")
+        return []
+
+    def buy(item: str, quantity: int = 1) -> str:
+        """Buy an item."""
+        ran.append("buy")
+        return "bought"
+
+    return [
+        function_tool(refund),
+        function_tool(search_orders, strict_mode=False),
+        function_tool(buy),
+    ]
+
+
+def corpus_calls() -> list[tuple[dict[str, Any], Any]]:
+    """Each case naming one of the tools, as the JSON text a model would send.
+
+    Left out: unknown tool names (the SDK fails the run before any tool is asked), and
+    what the SDK itself fails on while planning the round, before any tool runs: lone
+    surrogates (its call fingerprint encodes UTF-8) and nesting past Python's
+    recursion limit.
+    """
+    chosen: list[tuple[dict[str, Any], Any]] = []
+    for index, case in enumerate(CASES):
+        if decode(case["name"]) not in {"refund", "search_orders", "buy"}:
+            continue
+        arguments = decode(case.get("arguments"))
+        try:
+            text = "" if arguments is None else arguments
+            if not isinstance(text, str):
+                text = json.dumps(text)
+            text.encode("utf-8")
+            json.dumps(json.loads(text or "{}"), ensure_ascii=False).encode("utf-8")
+        except (UnicodeEncodeError, RecursionError):
+            continue
+        except ValueError:
+            pass  # JSON that does not parse: the model's mistake, answered below
+        chosen.append((case, call(decode(case["name"]), text, f"case{index}")))
+    return chosen
+
+
+async def test_the_bad_input_corpus_gets_toolguards_bounded_answers_in_place(logs: Logs) -> None:
+    calls = corpus_calls()
+    assert len(calls) >= 50
+    result, _ = await run(
+        guard(corpus_tools(), Dispatcher([], external_tools=["refund", "search_orders", "buy"])),
+        [[made for _, made in calls], say("ok")],
+        context="the user",
+    )
+
+    answers = outputs(result)
+    assert set(answers) == {made.call_id for _, made in calls}  # every call answered
+    accepted = 0
+    for case, made in calls:
+        item = answers[made.call_id]
+        text = str(item.output)
+        text.encode("utf-8")
+        assert len(text) <= case["max_chars"], case["id"]
+        assert item.custom_data is not None
+        decision = item.custom_data["toolguard"]
+        if decision["is_error"]:
+            assert text.startswith(f"Invalid arguments for tool '{made.name}':\n- "), case["id"]
+            assert decision["error_id"] is None  # the model's mistake hides nothing
+        else:
+            accepted += 1  # the SDK's own validation took it (it ignores extra arguments)
+    assert len(ran) == accepted
+    assert logs == []
