@@ -1,16 +1,15 @@
 """The OpenAI Agents SDK integration, driven through the real ``Runner`` loop.
 
-The model is the SDK's own offline test double, ``agents.testing.ScriptedModel``,
-answering from a script of ``function_call`` items; the run loop, tool execution,
-``tool_use_behavior`` and run items are the SDK's own. Tracing is off for every run
-(``RunConfig(tracing_disabled=True)``), so nothing tries to reach OpenAI.
+The model is an offline ``agents.models.interface.Model`` answering from a script of
+function calls (``test_openai_agents_support.ScriptModel``); the run loop, tool
+execution, ``tool_use_behavior`` and run items are the SDK's own. Tracing is off for
+every run (``RunConfig(tracing_disabled=True)``), so nothing tries to reach OpenAI.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -20,20 +19,17 @@ from agents import (
     FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
-    RunConfig,
     Runner,
     RunResult,
-    Tool,
-    ToolCallOutputItem,
     ToolGuardrailFunctionOutput,
     ToolOutputGuardrailData,
     ToolOutputImage,
     ToolOutputText,
     UserError,
+    function_tool,
     input_guardrail,
     tool_output_guardrail,
 )
-from agents.testing import ScriptedModel, assistant_message, function_call
 
 import toolguard
 from toolguard import (
@@ -55,56 +51,28 @@ from toolguard.integrations.openai_agents import (
     tool_use_behavior,
 )
 
+from .test_openai_agents_support import (
+    NO_TRACING,
+    ScriptModel,
+    Step,
+    agent_with,
+    call,
+    outputs,
+    run,
+    say,
+)
+
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"
-NO_TRACING = RunConfig(tracing_disabled=True)
-
-Step = list[Any]
 
 
-def call(name: str, arguments: dict[str, Any] | str, call_id: str) -> Any:
-    return function_call(name, arguments, call_id=call_id)
-
-
-def say(text: str) -> Step:
-    return [assistant_message(text)]
-
-
-def agent_with(
-    tools: Sequence[Tool], script: Sequence[Step], **options: Any
-) -> tuple[Agent[Any], ScriptedModel]:
-    model = ScriptedModel(script)
-    return Agent(name="assistant", model=model, tools=list(tools), **options), model
-
-
-async def run(
-    tools: Sequence[Tool], script: Sequence[Step], **options: Any
-) -> tuple[RunResult, ScriptedModel]:
-    """A real ``Runner.run``; returns its result and the model (calls, unused steps)."""
-    context = options.pop("context", None)
-    agent, model = agent_with(tools, script, **options)
-    result = await Runner.run(agent, "go", context=context, run_config=NO_TRACING)
-    return result, model
-
-
-def outputs(result: RunResult) -> dict[str, ToolCallOutputItem]:
-    return {
-        str(item.call_id): item for item in result.new_items if isinstance(item, ToolCallOutputItem)
-    }
-
-
-def sent_to_model(model: ScriptedModel) -> str:
-    """Everything the model was given, over the whole run, as text."""
-    return json.dumps([call.input for call in model.calls], default=str)
-
-
-def hidden_event(result: RunResult, model: ScriptedModel, logs: Logs) -> dict[str, Any]:
+def hidden_event(result: RunResult, model: ScriptModel, logs: Logs) -> dict[str, Any]:
     """Assert SECRET is in nothing the SDK produced and in exactly one log event."""
     produced = [
         repr(result.new_items),
         json.dumps(result.to_input_list(), default=str),
         repr(result.final_output),
-        sent_to_model(model),
+        model.sent(),
     ]
     for text in produced:
         assert SECRET not in text
@@ -166,7 +134,7 @@ async def test_hidden_cause_reaches_no_item_and_is_logged_once(logs: Logs) -> No
     assert answer.custom_data == {
         "toolguard": {"return_direct": False, "is_error": True, "error_id": event["error_id"]}
     }
-    assert answer.output in sent_to_model(model)  # the model was told, not the SDK's default
+    assert answer.output in model.sent()  # the model was told, not the SDK's default
     assert result.final_output == "Payment failed."
 
 
@@ -178,7 +146,7 @@ async def test_tool_error_message_reaches_the_model_as_it_is(logs: Logs) -> None
 
     answer = outputs(result)["call-1"]
     assert answer.output == "There is no order 42. Ask the user to check it."
-    assert answer.output in sent_to_model(model)
+    assert answer.output in model.sent()
     assert result.final_output == "Which order?"
     # the ToolError's cause (a KeyError) is hidden: logged under the id the item carries
     [event] = logs
@@ -275,7 +243,7 @@ async def test_invalid_arguments_get_toolguards_message_and_the_tool_never_runs(
     assert str(answers["call-2"].output).startswith(
         "Invalid arguments for tool 'refund':\n- the arguments are not valid JSON"
     )
-    assert "An error occurred while running the tool" not in sent_to_model(model)
+    assert "An error occurred while running the tool" not in model.sent()
     assert ran == []
 
 
@@ -367,7 +335,7 @@ async def test_a_guardrail_tripwire_in_a_nested_run_stops_the_outer_run(logs: Lo
         """Ask the expert agent."""
         expert = Agent(
             name="expert",
-            model=ScriptedModel([say("an answer")]),
+            model=ScriptModel([say("an answer")]),
             input_guardrails=[refuse_everything],
         )
         answer = await Runner.run(expert, question, run_config=NO_TRACING)
@@ -381,25 +349,19 @@ async def test_a_guardrail_tripwire_in_a_nested_run_stops_the_outer_run(logs: Lo
 # --- schema, injection, content -----------------------------------------------------------------
 
 
-async def test_the_declared_schema_is_strict_and_null_means_the_default() -> None:
+async def test_the_declared_schema_is_the_sdks_own_for_the_same_function() -> None:
+    """What the model sees is what ``function_tool`` declares; toolguard validates."""
     fn = as_function_tool(search)
     result, _ = await run(
         [fn],
-        [[call("search", {"query": "tea", "limit": None}, "c1")], say("")],
+        [[call("search", {"query": "tea", "limit": 2}, "c1")], say("")],
     )
 
     assert isinstance(fn, FunctionTool)
     assert fn.strict_json_schema is True
-    assert fn.params_json_schema == {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string"},
-            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 3},
-        },
-        "required": ["query", "limit"],
-        "additionalProperties": False,
-    }
-    assert outputs(result)["c1"].output == "3 results for tea"
+    assert fn.params_json_schema == function_tool(search).params_json_schema
+    assert fn.params_json_schema["required"] == ["query", "limit"]
+    assert outputs(result)["c1"].output == "2 results for tea"
     assert search.parameters["required"] == ["query"]  # toolguard's own schema is untouched
 
 
@@ -411,9 +373,11 @@ def test_a_schema_that_cannot_be_strict_is_declared_non_strict() -> None:
 
     assert as_function_tool(tag).strict_json_schema is False
     assert as_function_tool(tag).params_json_schema == tag.parameters
-    assert as_function_tool(search, strict=False).params_json_schema == search.parameters
+    loose = as_function_tool(search, strict_mode=False)
+    assert loose.strict_json_schema is False
+    assert loose.params_json_schema == function_tool(search, strict_mode=False).params_json_schema
     with pytest.raises(toolguard.ToolDefinitionError, match="cannot be declared with strict"):
-        as_function_tool(tag, strict=True)
+        as_function_tool(tag, strict_mode=True)
 
 
 @dataclass
@@ -441,7 +405,7 @@ async def test_a_model_that_sends_an_injected_argument_is_refused() -> None:
         return call_id
 
     result, _ = await run(
-        [as_function_tool(whoami, strict=False)],
+        [as_function_tool(whoami, strict_mode=False)],
         [[call("whoami", {"call_id": "spoofed"}, "c1")], say("")],
     )
 
@@ -462,14 +426,14 @@ async def test_content_blocks_become_the_sdks_text_and_image_outputs() -> None:
         ToolOutputText(text="chart x"),
         ToolOutputImage(image_url="data:image/png;base64,iVBORw0KGgo="),
     ]
-    assert "data:image/png;base64,iVBORw0KGgo=" in sent_to_model(model)
+    assert "data:image/png;base64,iVBORw0KGgo=" in model.sent()
 
 
 def test_function_tool_options_pass_through_but_toolguards_own_fields_do_not() -> None:
     fn = as_function_tool(search, is_enabled=False, needs_approval=True)
     assert (fn.is_enabled, fn.needs_approval) == (False, True)
     with pytest.raises(TypeError, match="timeout_seconds"):
-        as_function_tool(search, timeout_seconds=3)
+        as_function_tool(search, timeout_seconds=3)  # type: ignore[call-arg]
 
 
 def test_as_function_tool_refuses_a_tool_the_dispatcher_does_not_have() -> None:
