@@ -237,7 +237,8 @@ def test_a_command_reaches_langgraph_untouched_and_updates_the_state() -> None:
         tools=as_langchain_tools(Dispatcher([add_note])),
         state_schema=NotesState,
     )
-    state = agent.invoke({"messages": [HumanMessage("go")], "notes": []})
+    start: Any = {"messages": [HumanMessage("go")], "notes": []}
+    state = agent.invoke(start)
 
     assert state["notes"] == ["n1"]
     assert tool_messages(state["messages"])["c1"].content == "noted n1"
