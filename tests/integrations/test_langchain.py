@@ -574,6 +574,44 @@ def test_middleware_follows_the_dispatchers_return_direct_mode(mode: Any, stops:
     assert [m.content for m in unused] == (["more"] if stops else [])
 
 
+def test_in_a_mixed_round_the_stopping_tools_message_is_the_agents_last_message() -> None:
+    """The direct tool is called first, another after it: the round stops ("any"), and
+    the agent's last message is the stopping tool's, in the saved state too; every
+    message is kept, with its id."""
+    agent = create_agent(
+        ScriptedModel(
+            messages=iter(
+                [
+                    ai(("finish_report", {"text": "r"}, "c1"), ("note", {"text": "n"}, "c2")),
+                    AIMessage("never asked"),
+                ]
+            )
+        ),
+        tools=[finish_report, note],
+        middleware=[ToolguardMiddleware(Dispatcher([], overrides=FINISH_STOPS))],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+    messages = agent.invoke({"messages": [HumanMessage("go")]}, config)["messages"]
+
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, ToolMessage]
+    assert [m.content for m in messages[2:]] == ["noted n", "Report: r"]
+    saved = agent.get_state(config).values["messages"]
+    assert [(m.id, m.content) for m in saved] == [(m.id, m.content) for m in messages]
+    assert len({m.id for m in saved}) == 4
+
+
+async def test_in_a_mixed_async_round_the_stopping_tools_message_is_last() -> None:
+    guard = Dispatcher([submit])
+    messages, unused = await arun(
+        [*as_langchain_tools(guard), note],
+        [ai(("submit", {"text": "s"}, "c1"), ("note", {"text": "n"}, "c2")), AIMessage("no")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+    assert messages[-1].content == "Submitted: s"
+    assert [m.content for m in unused] == ["no"]
+
+
 def test_middleware_lets_an_interrupt_pause_the_graph(logs: Logs) -> None:
     @lc_tool
     def approve(amount: int) -> str:
