@@ -7,24 +7,17 @@ The model is LangChain's own ``GenericFakeChatModel`` answering from a script; t
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pydantic
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
-    BaseMessage,
     HumanMessage,
     ToolMessage,
 )
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as lc_tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -43,7 +36,6 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.langchain import (
     ToolguardMiddleware,
@@ -52,69 +44,17 @@ from toolguard.integrations.langchain import (
     stop_requested,
 )
 
-Logs = list[dict[str, Any]]
-SECRET = "db-password=hunter2"
-
-
-class ScriptedModel(GenericFakeChatModel):
-    """LangChain's fake chat model; it accepts any tools and answers from its script."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        return self
-
-
-def ai(*calls: tuple[str, dict[str, Any], str]) -> AIMessage:
-    """An AIMessage that calls tools: ``(name, args, id)`` each."""
-    return AIMessage(
-        content="",
-        tool_calls=[{"name": name, "args": args, "id": id_} for name, args, id_ in calls],
-    )
-
-
-def run(
-    tools: Sequence[BaseTool],
-    script: list[AIMessage],
-    *,
-    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
-) -> tuple[list[AnyMessage], list[AIMessage]]:
-    """Run a ``create_agent`` agent; return its final messages and the unused script."""
-    answers: Iterator[AIMessage] = iter(script)
-    agent = create_agent(ScriptedModel(messages=answers), tools=tools, middleware=middleware)
-    state = agent.invoke({"messages": [HumanMessage("go")]})
-    return state["messages"], list(answers)
-
-
-async def arun(
-    tools: Sequence[BaseTool],
-    script: list[AIMessage],
-    *,
-    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
-) -> tuple[list[AnyMessage], list[AIMessage]]:
-    """Async :func:`run` (``ainvoke``)."""
-    answers: Iterator[AIMessage] = iter(script)
-    agent = create_agent(ScriptedModel(messages=answers), tools=tools, middleware=middleware)
-    state = await agent.ainvoke({"messages": [HumanMessage("go")]})
-    return state["messages"], list(answers)
-
-
-def tool_messages(messages: Sequence[BaseMessage]) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
-
-
-def builtin_message(tool: str, error_id: str) -> str:
-    return BUILTIN_MESSAGE.replace("{tool}", tool).replace("{error_id}", error_id)
-
-
-def hidden_event(
-    messages: Sequence[BaseMessage], logs: Logs, secret: str = SECRET
-) -> dict[str, Any]:
-    """Assert ``secret`` is in no message and in exactly one log event; return that event."""
-    for message in messages:
-        assert secret not in message.model_dump_json()
-    carrying = [event for event in logs if secret in repr(event)]
-    assert len(carrying) == 1, carrying
-    return carrying[0]
-
+from .langchain_helpers import (
+    SECRET,
+    Logs,
+    ScriptedModel,
+    ai,
+    arun,
+    builtin_message,
+    hidden_event,
+    run,
+    tool_messages,
+)
 
 # --- toolguard tools used below -------------------------------------------------------
 
@@ -632,6 +572,44 @@ def test_middleware_follows_the_dispatchers_return_direct_mode(mode: Any, stops:
 
     assert isinstance(messages[-1], ToolMessage) is stops
     assert [m.content for m in unused] == (["more"] if stops else [])
+
+
+def test_in_a_mixed_round_the_stopping_tools_message_is_the_agents_last_message() -> None:
+    """The direct tool is called first, another after it: the round stops ("any"), and
+    the agent's last message is the stopping tool's, in the saved state too; every
+    message is kept, with its id."""
+    agent = create_agent(
+        ScriptedModel(
+            messages=iter(
+                [
+                    ai(("finish_report", {"text": "r"}, "c1"), ("note", {"text": "n"}, "c2")),
+                    AIMessage("never asked"),
+                ]
+            )
+        ),
+        tools=[finish_report, note],
+        middleware=[ToolguardMiddleware(Dispatcher([], overrides=FINISH_STOPS))],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "1"}}
+    messages = agent.invoke({"messages": [HumanMessage("go")]}, config)["messages"]
+
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, ToolMessage]
+    assert [m.content for m in messages[2:]] == ["noted n", "Report: r"]
+    saved = agent.get_state(config).values["messages"]
+    assert [(m.id, m.content) for m in saved] == [(m.id, m.content) for m in messages]
+    assert len({m.id for m in saved}) == 4
+
+
+async def test_in_a_mixed_async_round_the_stopping_tools_message_is_last() -> None:
+    guard = Dispatcher([submit])
+    messages, unused = await arun(
+        [*as_langchain_tools(guard), note],
+        [ai(("submit", {"text": "s"}, "c1"), ("note", {"text": "n"}, "c2")), AIMessage("no")],
+        middleware=[ToolguardMiddleware(guard)],
+    )
+    assert messages[-1].content == "Submitted: s"
+    assert [m.content for m in unused] == ["no"]
 
 
 def test_middleware_lets_an_interrupt_pause_the_graph(logs: Logs) -> None:

@@ -1,31 +1,25 @@
 """toolguard for LangChain and LangGraph (``pip install "toolguard-agents[langchain]"``).
 
-Two pieces, usable together or apart::
+Guard an existing ``create_agent`` app by adding one line, the middleware::
 
-    from toolguard.integrations.langchain import ToolguardMiddleware, as_langchain_tools
+    from toolguard.integrations.langchain import ToolguardMiddleware
 
-    guard = Dispatcher(
-        [search, lookup_order],
-        external_tools=[plain_tool.name],  # a LangChain tool, named in overrides below
-        overrides={"search*": ToolPolicy(...), plain_tool.name: ToolPolicy(...)},
-    )
     agent = create_agent(
         model,
-        tools=[*as_langchain_tools(guard), plain_tool],
-        middleware=[ToolguardMiddleware(guard)],
+        tools=tools,  # LangChain tools, unchanged
+        middleware=[ToolguardMiddleware(Dispatcher([], external_tools=[t.name for t in tools]))],
     )
 
-* :func:`as_langchain_tool` turns a toolguard tool into a LangChain ``BaseTool``.
-  The framework runs it; toolguard validates the arguments (the tool's JSON Schema
-  is its ``args_schema``, so LangChain does not validate them itself), runs it,
-  and answers every call with a ``ToolMessage`` carrying toolguard's content
-  (``status="error"`` on failure, the ``artifact`` on ``artifact``).
-* :class:`ToolguardMiddleware` applies a dispatcher's policy (agent defaults and
-  overrides) to *any* tool of a ``create_agent`` agent, toolguard's or not: a tool
-  that raises gets toolguard's answer through ``Dispatcher.handle_error``. It also
-  ends the agent loop when toolguard's ``return_direct`` asks for it. The
-  middleware builds no policy of its own: name the agent's other tools in the
-  dispatcher's ``external_tools`` and its ``overrides`` may name them exactly.
+or write tools with toolguard's ``@tool`` and convert them::
+
+    agent = create_agent(
+        model, tools=as_langchain_tools(guard), middleware=[ToolguardMiddleware(guard)]
+    )
+
+* :class:`ToolguardMiddleware` applies a dispatcher's policy to *every* tool of a
+  ``create_agent`` agent, toolguard's or not (see its docstring).
+* :func:`as_langchain_tool` turns a toolguard tool into a LangChain ``BaseTool``
+  (:class:`ToolguardTool`): LangChain runs it, toolguard validates, runs and answers.
 
 ``return_direct``. LangChain's ``BaseTool.return_direct`` is a static flag: the
 agent stops after the tool whether it succeeded or failed. toolguard stops, by
@@ -34,8 +28,8 @@ default, only on success, so the static flag is never set. Instead every
 ``response_metadata["toolguard"]`` (never sent to a model), and
 :class:`ToolguardMiddleware` reads it in a ``before_model`` hook, the first node
 after the tools, and jumps to the end of the agent when the round asks to stop
-(the dispatcher's ``return_direct_mode``, ``"any"`` or ``"all"``). In a graph of
-your own, route with :func:`stop_requested`.
+(the dispatcher's ``return_direct_mode``, ``"any"`` or ``"all"``), with the stopping
+tool's message last. In a graph of your own, route with :func:`stop_requested`.
 
 Control flow. Importing this module registers LangGraph's ``GraphBubbleUp``
 (``GraphInterrupt`` from ``interrupt()``, ``ParentCommand`` from
@@ -47,7 +41,10 @@ so they pass through toolguard untouched.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextvars
+import functools
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
 try:
@@ -57,12 +54,11 @@ try:
         ToolCallRequest,
         hook_config,
     )
-    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-    from langchain_core.tools import BaseTool
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool, ToolException
     from langgraph.errors import GraphBubbleUp
-    from langgraph.runtime import Runtime, get_runtime
+    from langgraph.runtime import Runtime
     from langgraph.types import Command
-    from pydantic import PrivateAttr
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.langchain needs langchain, langchain-core and langgraph 1.x: "
@@ -77,20 +73,54 @@ except ImportError:  # pragma: no cover - older langgraph never marks resume err
         return False
 
 
-from toolguard._decorator import BoundTool, Tool
+from toolguard._attempts import (
+    Attempts,
+    acall_with_timeout,
+    call_with_timeout,
+    retry_async,
+    retry_sync,
+)
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
 from toolguard._policy import ReturnDirect
 from toolguard._precedence import Setting
-from toolguard._rounds import round_stops
-from toolguard._values import Content, Image, ToolCall, ToolResult
+from toolguard._resilience import Retry
+from toolguard._text import shown
+from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, register_control_flow
-from toolguard.integrations._common import guarded
+from toolguard.integrations._langchain_messages import (
+    METADATA_KEY,
+    as_toolguard_content,
+    decided,
+    message_content,
+    stop_requested,
+    stop_update,
+    tool_message,
+)
+from toolguard.integrations._langchain_plain import (
+    Once,
+    PlainTool,
+    Probe,
+    Raised,
+    unknown_tool,
+    visible,
+)
+from toolguard.integrations._langchain_scope import Scope
+from toolguard.integrations._langchain_tool import (
+    GUARDED,
+    LangChainToolOptions,
+    ToolguardTool,
+    ToolguardWarning,
+    as_langchain_tool,
+    as_langchain_tools,
+)
 
 __all__ = [
     "METADATA_KEY",
+    "LangChainToolOptions",
     "ToolguardMiddleware",
     "ToolguardTool",
+    "ToolguardWarning",
     "as_langchain_tool",
     "as_langchain_tools",
     "stop_requested",
@@ -99,239 +129,173 @@ __all__ = [
 
 register_control_flow(GraphBubbleUp, check=is_invalid_resume)
 
-METADATA_KEY: Final = "toolguard"
-"""Key in ``ToolMessage.response_metadata`` of toolguard's decision about a call:
-``{"return_direct": bool, "error_id": str | None}``. Chat model integrations send a
-tool result's content and call id, not its ``response_metadata`` (langchain-openai
-keeps only ``content``, ``role`` and ``tool_call_id``)."""
-
-
-# --- results -> messages ---------------------------------------------------------------
-
-
-def _content(content: Content) -> str | list[str | dict[str, Any]]:
-    """toolguard's content as LangChain message content (standard content blocks)."""
-    if isinstance(content, str):
-        return content
-    return [
-        {"type": "image", "base64": block.data, "mime_type": block.media_type}
-        if isinstance(block, Image)
-        else {"type": "text", "text": block.text}
-        for block in content
-    ]
-
-
-def tool_message(result: ToolResult) -> ToolMessage:
-    """The ``ToolMessage`` that answers ``result``'s call.
-
-    ``content`` is toolguard's content; ``status`` is ``"error"`` for failures;
-    ``artifact`` is the result's artifact; ``response_metadata["toolguard"]`` holds
-    ``return_direct`` and ``error_id``. The result must carry the call id.
-    """
-    if result.call_id is None:
-        raise ValueError("a ToolMessage answers a tool call; this result has no call id")
-    return ToolMessage(
-        content=_content(result.content),
-        tool_call_id=result.call_id,
-        name=result.name,
-        status="error" if result.is_error else "success",
-        artifact=result.artifact,
-        response_metadata={
-            METADATA_KEY: {"return_direct": result.return_direct, "error_id": result.error_id}
-        },
-    )
-
-
-def stop_requested(messages: Sequence[AnyMessage], *, mode: Literal["any", "all"] = "any") -> bool:
-    """Whether the last round of tool calls asked the agent loop to stop.
-
-    The round is the ``ToolMessage``s after the last ``AIMessage``; it asks to stop
-    when any (``mode="any"``) or every (``mode="all"``) one of them carries
-    toolguard's ``return_direct``. False when the conversation does not end with
-    that round (say, a new human message came after it).
-    """
-    for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], AIMessage):
-            answers = messages[index + 1 :]
-            break
-    else:
-        return False
-    if not answers or not all(isinstance(message, ToolMessage) for message in answers):
-        return False
-    return round_stops([_asked_to_stop(message) for message in answers], mode)
-
-
-def _asked_to_stop(message: AnyMessage) -> bool:
-    decision = message.response_metadata.get(METADATA_KEY)
-    return isinstance(decision, dict) and decision.get("return_direct") is True
-
-
-def _graph_context() -> Any:
-    """The LangGraph runtime ``context`` of the run calling the tool, if any."""
-    try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):  # not inside a graph run
-        return None
-    return getattr(runtime, "context", None)
-
-
-# --- toolguard tools as LangChain tools ------------------------------------------------
-
-
-class ToolguardTool(BaseTool):
-    """A toolguard tool that LangChain runs, with toolguard deciding every answer.
-
-    Guarantees, whether LangChain calls ``invoke`` or ``ainvoke``:
-
-    * the model's arguments are validated by toolguard (``args_schema`` is
-      toolguard's JSON Schema, which LangChain does not validate), so a bad call
-      gets toolguard's message naming the argument, and the tool does not run;
-    * a call that comes with a tool call id (as from ``ToolNode``/``create_agent``)
-      is answered with :func:`tool_message`, failures included: nothing but
-      control flow (LangGraph's interrupts) and ``ToolCallFailed`` (a handler chose
-      to fail the invocation) escapes;
-    * ``InjectedCallId`` parameters get that id; ``Injected`` parameters get the
-      LangGraph runtime ``context`` (``agent.invoke(..., context=...)``);
-    * a call without an id (``tool.invoke({"x": 1})``) returns toolguard's content;
-    * on the async path (``ainvoke``) a sync tool runs on the dispatcher's thread
-      pool (``adispatch(..., offload=True)``), never blocking the event loop, and
-      async handlers in its chain are awaited.
-
-    The static ``return_direct`` flag stays ``False``; see the module docstring.
-    """
-
-    _dispatcher: Dispatcher = PrivateAttr()
-
-    def __init__(self, *, dispatcher: Dispatcher, name: str) -> None:
-        guarded = dispatcher.tools[name]
-        super().__init__(
-            name=name,
-            description=guarded.description,
-            args_schema=guarded.parameters,
-        )
-        self._dispatcher = dispatcher
-
-    @property
-    def dispatcher(self) -> Dispatcher:
-        """The dispatcher whose policy answers this tool's calls."""
-        return self._dispatcher
-
-    def _to_args_and_kwargs(
-        self, tool_input: str | dict[str, Any], tool_call_id: str | None
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        # LangChain's hook between the raw input and ``_run``: skip its parsing and
-        # hand toolguard the model's arguments exactly as sent, with the call id.
-        return (), {"call": ToolCall(name=self.name, arguments=tool_input, id=tool_call_id)}
-
-    def _run(self, call: ToolCall) -> ToolMessage | str | list[str | dict[str, Any]]:
-        return self._answer(self._dispatcher.dispatch(call, context=_graph_context()))
-
-    async def _arun(self, call: ToolCall) -> ToolMessage | str | list[str | dict[str, Any]]:
-        result = await self._dispatcher.adispatch(call, context=_graph_context(), offload=True)
-        return self._answer(result)
-
-    @staticmethod
-    def _answer(result: ToolResult) -> ToolMessage | str | list[str | dict[str, Any]]:
-        return _content(result.content) if result.call_id is None else tool_message(result)
-
-
-def as_langchain_tool(
-    tool: Tool[..., Any] | BoundTool[..., Any] | Callable[..., Any] | str,
-    *,
-    dispatcher: Dispatcher | None = None,
-) -> ToolguardTool:
-    """A LangChain ``BaseTool`` that runs ``tool`` under toolguard (see :class:`ToolguardTool`).
-
-    Without ``dispatcher``, the tool runs in a one-tool dispatcher under the global
-    defaults (``configure()``) and its own policy. With one, ``tool`` (or its name)
-    must be one of that dispatcher's tools, and the dispatcher's agent defaults and
-    overrides apply too.
-    """
-    dispatcher, name = guarded(tool, dispatcher, adapter="as_langchain_tool")
-    return ToolguardTool(dispatcher=dispatcher, name=name)
-
-
-def as_langchain_tools(dispatcher: Dispatcher) -> list[ToolguardTool]:
-    """Every tool of ``dispatcher`` as a LangChain tool, in declaration order."""
-    return [ToolguardTool(dispatcher=dispatcher, name=name) for name in dispatcher.tools]
-
-
-# --- any tool of a create_agent agent ---------------------------------------------------
-
-_ToolOutcome = ToolMessage | Command[Any]
+_Outcome = ToolMessage | Command[Any]
+_PLAIN_CACHE: Final = 1024  # plain tools remembered per middleware (dynamic tools come and go)
 
 
 class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Apply a toolguard policy to every tool of a ``create_agent`` agent.
 
     ``ToolguardMiddleware(dispatcher)``; without one, an empty dispatcher under the
-    global defaults. For an override on one plain tool by its exact name, list
-    that name in the dispatcher's ``external_tools``
-    (``Dispatcher([], external_tools=["search"], overrides={"search": ...})``).
-    Guarantees:
+    global defaults. Name the agent's plain tools in the dispatcher's
+    ``external_tools`` (``Dispatcher([], external_tools=["search"], overrides=...)``):
+    overrides may then name them exactly and ``dispatcher.explain("search")`` shows
+    what applies. Guarantees, for a plain LangChain tool (an ``@tool`` of
+    LangChain's, any ``BaseTool``):
 
-    * a tool that raises, toolguard's or not (a plain LangChain ``@tool``), is
-      answered through ``dispatcher.handle_error``: the precedence chain (overrides
-      matching the tool's name, the tool's own policy if it is one of the
-      dispatcher's, agent defaults, global, built-in), hidden causes logged once,
-      and a ``ToolMessage(status="error")`` with toolguard's content;
-    * LangGraph's control flow (interrupts, parent commands, a resume value that
-      fails an interrupt's schema) and ``ToolCallFailed`` propagate untouched;
-    * a ``ToolMessage`` that answers a call gets toolguard's ``return_direct``
-      decision (a :class:`ToolguardTool`'s own decision is kept), and the agent
-      loop ends after a round that asks to stop (:func:`stop_requested` with the
-      dispatcher's ``return_direct_mode``), with that round's messages last.
+    * its failures are answered by the dispatcher's policy: overrides matching its
+      name, the tool's own policy when the name is one of the dispatcher's tools,
+      agent defaults, global, built-in; hidden causes logged once with the error id
+      the model sees; a ``ToolMessage(status="error")`` with toolguard's content.
+      A pydantic ``ValidationError`` its body raises is such a failure (``ToolNode``
+      would have sent its text to the model as a bad-arguments message);
+    * bad arguments from the model are the model's mistake: toolguard's bounded
+      message naming each problem, and the tool does not run;
+    * LangChain's ``ToolException`` is model-visible (LangChain's "tell the model
+      this"), its cause hidden and logged; ``tool_exceptions="hidden"`` treats it as
+      any other exception;
+    * ``retries``, ``timeout`` and ``breaker`` apply (the tool call is run again, on
+      a worker thread with a deadline on the sync path, a task on the async one), and
+      ``max_result_chars`` bounds text content;
+    * a call of a tool the agent does not have gets toolguard's bounded answer
+      listing the tools (a tool an inner middleware supplies is run as usual);
+    * in a run with a thread id (``config["configurable"]["thread_id"]``), calls run
+      in ``dispatcher.session(id=thread_id)``: breakers and model-retry budgets count
+      per thread, the calls of one ``AIMessage`` as one model step.
 
-    Only exceptions reach the middleware: what the tool or LangChain already turned
-    into a message (argument validation of plain tools by ``ToolNode``, a tool's
-    own ``handle_tool_error``) is left as it is, and so is every message's content
-    (``max_result_chars`` does not apply to plain tools). ``Command`` results are
-    untouched.
+    For every tool, toolguard's included: LangGraph's control flow (interrupts, parent
+    commands, a resume value that fails an interrupt's schema) and ``ToolCallFailed``
+    propagate untouched; a ``ToolMessage`` answering a call gets toolguard's
+    ``return_direct`` decision (a :class:`ToolguardTool`'s own decision is kept), and
+    the loop ends after a round that asks to stop (:func:`stop_requested` with the
+    dispatcher's ``return_direct_mode``), with the stopping tool's message last.
+    ``Command`` results are left as they are.
+
+    Warned once per tool (:class:`ToolguardWarning`): a plain tool with LangChain's
+    ``handle_tool_error`` set, and any exception that something inside this
+    middleware answered before toolguard could (``ToolRetryMiddleware``'s default
+    ``on_failure="continue"``): those messages reach the model unguarded.
     """
 
-    def __init__(self, dispatcher: Dispatcher | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher | None = None,
+        *,
+        tool_exceptions: Literal["visible", "hidden"] = "visible",
+    ) -> None:
         super().__init__()
+        if tool_exceptions not in ("visible", "hidden"):
+            raise ValueError(
+                f"ToolguardMiddleware(tool_exceptions={tool_exceptions!r}): "
+                "use 'visible' (LangChain's ToolException is for the model) or 'hidden'"
+            )
         self.dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
+        self.tool_exceptions = tool_exceptions
         self.tools = []
+        self._plain: dict[int, PlainTool] = {}
+        self._plain_lock = threading.Lock()
+        self._once = Once()
+
+    # --- the tools node ------------------------------------------------------------------
 
     def wrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutcome]
-    ) -> _ToolOutcome:
-        """Run the tool; answer its failure, or mark its message, with toolguard's policy."""
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _Outcome]
+    ) -> _Outcome:
+        """Run the tool under the dispatcher's policy (see the class docstring)."""
         call = _tool_call(request)
+        if isinstance(request.tool, ToolguardTool):  # it answers for itself
+            token = GUARDED.set(True)
+            try:
+                return self._decided(call, handler(request))
+            finally:
+                GUARDED.reset(token)
+        scope, probe, settings = self._prepare(request, call)
+        blocked = scope.admit(call)
+        if blocked is not None:
+            return tool_message(blocked)
+        attempt = self._attempt(request, probe, handler, call, settings.timeout)
         try:
-            outcome = handler(request)
+            try:
+                outcome = attempt()
+            except Exception as first:
+                retry = settings.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                outcome = retry_sync(
+                    retry, first, attempt, tool=call.name, call_id=call.id, counter=Attempts()
+                )
         except ToolCallFailed:
             raise
         except Exception as error:
             if is_control_flow(error):  # interrupts, parent commands, a bad resume value
                 raise
-            return tool_message(self.dispatcher.handle_error(call, error))
-        return self._decided(call, outcome)
+            return tool_message(scope.handle_error(call, self._cause(error)))
+        unknown = self._unknown(request, call, outcome)
+        if unknown is not None:
+            return tool_message(scope.handle_error(call, unknown))
+        if isinstance(outcome, ToolMessage) and outcome.status != "error":
+            if METADATA_KEY not in outcome.response_metadata:
+                content = as_toolguard_content(outcome.content)
+                value = outcome.text if content is None else content
+                return self._succeeded(outcome, scope.handle_result(call, value), content, settings)
+        elif scope.session is not None and not isinstance(outcome, ToolMessage):
+            scope.handle_result(call, "")  # a Command: a success, for the breaker
+        return self._answered(call, outcome, probe)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[_ToolOutcome]],
-    ) -> _ToolOutcome:
+        handler: Callable[[ToolCallRequest], Awaitable[_Outcome]],
+    ) -> _Outcome:
         """Async :meth:`wrap_tool_call` (async handlers allowed)."""
         call = _tool_call(request)
+        if isinstance(request.tool, ToolguardTool):
+            token = GUARDED.set(True)
+            try:
+                return self._decided(call, await handler(request))
+            finally:
+                GUARDED.reset(token)
+        scope, probe, settings = self._prepare(request, call)
+        blocked = scope.admit(call)
+        if blocked is not None:
+            return tool_message(blocked)
+        attempt = self._aattempt(request, probe, handler, call, settings.timeout)
         try:
-            outcome = await handler(request)
+            try:
+                outcome = await attempt()
+            except Exception as first:
+                retry = settings.retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                outcome = await retry_async(
+                    retry, first, attempt, tool=call.name, call_id=call.id, counter=Attempts()
+                )
         except ToolCallFailed:
             raise
         except Exception as error:
             if is_control_flow(error):
                 raise
-            return tool_message(await self.dispatcher.ahandle_error(call, error))
-        return self._decided(call, outcome)
+            return tool_message(await scope.ahandle_error(call, self._cause(error)))
+        unknown = self._unknown(request, call, outcome)
+        if unknown is not None:
+            return tool_message(await scope.ahandle_error(call, unknown))
+        if isinstance(outcome, ToolMessage) and outcome.status != "error":
+            if METADATA_KEY not in outcome.response_metadata:
+                content = as_toolguard_content(outcome.content)
+                value = outcome.text if content is None else content
+                result = await scope.ahandle_result(call, value)
+                return self._succeeded(outcome, result, content, settings)
+        elif scope.session is not None and not isinstance(outcome, ToolMessage):
+            await scope.ahandle_result(call, "")
+        return self._answered(call, outcome, probe)
+
+    # --- the agent loop ------------------------------------------------------------------
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """End the agent when the last round of tool calls asked to stop."""
-        if stop_requested(state["messages"], mode=self.dispatcher.return_direct_mode):
-            return {"jump_to": "end"}
-        return None
+        """End the agent when the last round of tool calls asked to stop, with the
+        message of the tool that stopped it last."""
+        return stop_update(state["messages"], self.dispatcher.return_direct_mode)
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(
@@ -340,14 +304,141 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async :meth:`before_model`."""
         return self.before_model(state, runtime)
 
-    def _decided(self, call: ToolCall, outcome: _ToolOutcome) -> _ToolOutcome:
+    # --- one call's pieces ----------------------------------------------------------------
+
+    def _prepare(
+        self, request: ToolCallRequest, call: ToolCall
+    ) -> tuple[Scope, Probe | None, _Settings]:
+        runtime = request.runtime
+        config = getattr(runtime, "config", None)
+        scope = Scope.of(self.dispatcher, config, request.state, call.id)
+        probe = None if request.tool is None else self._plain_tool(request.tool).probe()
+        return scope, probe, _Settings.of(self.dispatcher, call.name)
+
+    def _plain_tool(self, tool: BaseTool) -> PlainTool:
+        plain = self._plain.get(id(tool))
+        if plain is None or plain.tool is not tool:
+            plain = PlainTool(tool)
+            with self._plain_lock:
+                if len(self._plain) >= _PLAIN_CACHE:
+                    self._plain.clear()
+                self._plain[id(tool)] = plain
+            if tool.handle_tool_error:
+                self._once.warn(
+                    tool.name,
+                    f"LangChain answers the ToolException of tool {tool.name!r} itself "
+                    f"(handle_tool_error={tool.handle_tool_error!r}), before toolguard sees "
+                    "it: that message reaches the model as LangChain writes it, unlogged, "
+                    "and the dispatcher's policy does not apply. Leave handle_tool_error "
+                    "unset: ToolguardMiddleware sends a ToolException's message to the model "
+                    "(tool_exceptions='visible') and answers everything else by its policy.",
+                )
+        return plain
+
+    def _attempt(
+        self,
+        request: ToolCallRequest,
+        probe: Probe | None,
+        handler: Callable[[ToolCallRequest], _Outcome],
+        call: ToolCall,
+        timeout: float | None,
+    ) -> Callable[[], _Outcome]:
+        """One attempt: the handler with the probe, on a thread with a deadline if
+        the tool has a timeout; the tool's own exception raised, not the probe's."""
+        probed = request if probe is None else request.override(tool=probe.tool)
+        pools = self.dispatcher._runner.pools
+
+        def attempt() -> _Outcome:
+            try:
+                if timeout is None:
+                    return handler(probed)
+                run = functools.partial(contextvars.copy_context().run, handler, probed)
+                return call_with_timeout(pools, run, tool=call.name, seconds=timeout)
+            except Raised as raised:
+                error = raised.error
+            raise error  # outside the except: the tool's exception keeps its own context
+
+        return attempt
+
+    def _aattempt(
+        self,
+        request: ToolCallRequest,
+        probe: Probe | None,
+        handler: Callable[[ToolCallRequest], Awaitable[_Outcome]],
+        call: ToolCall,
+        timeout: float | None,
+    ) -> Callable[[], Awaitable[_Outcome]]:
+        """Async :meth:`_attempt`: a task with a deadline if the tool has a timeout."""
+        probed = request if probe is None else request.override(tool=probe.tool)
+        pools = self.dispatcher._runner.pools
+
+        async def attempt() -> _Outcome:
+            try:
+                if timeout is None:
+                    return await handler(probed)
+                return await acall_with_timeout(
+                    pools, handler(probed), tool=call.name, seconds=timeout
+                )
+            except Raised as raised:
+                error = raised.error
+            raise error
+
+        return attempt
+
+    def _cause(self, error: Exception) -> Exception:
+        """The exception toolguard's chain is asked about."""
+        if self.tool_exceptions == "visible" and isinstance(error, ToolException):
+            return visible(error)
+        return error
+
+    def _unknown(self, request: ToolCallRequest, call: ToolCall, outcome: object) -> Any:
+        if request.tool is not None:
+            return None
+        tools = getattr(request.runtime, "tools", None)
+        names = [t.name for t in tools] if isinstance(tools, list) and tools else None
+        return unknown_tool(call, outcome, names)
+
+    def _succeeded(
+        self, message: ToolMessage, result: ToolResult, content: Any, settings: _Settings
+    ) -> ToolMessage:
+        """A plain tool's success: toolguard's content when it changed it (cut to
+        ``max_result_chars``, made valid UTF-8), and its ``return_direct`` decision."""
+        if result.is_error:
+            return tool_message(result)
+        if content is None:
+            if settings.max_result_chars is not None:
+                self._once.warn(
+                    f"{message.name}:blocks",
+                    f"max_result_chars cannot apply to the content of tool {message.name!r}: "
+                    "it has content blocks toolguard has no form for (only text and base64 "
+                    "images); the content is sent as the tool wrote it.",
+                )
+            return decided(message, result.return_direct)
+        if result.content != content:
+            message = message.model_copy(update={"content": message_content(result.content)})
+        return decided(message, result.return_direct)
+
+    def _answered(self, call: ToolCall, outcome: _Outcome, probe: Probe | None) -> _Outcome:
+        if probe is not None and probe.answered_inside(outcome):
+            raised = type(probe.raised).__name__
+            self._once.warn(
+                call.name,
+                f"tool {call.name!r} raised {raised}, and something inside ToolguardMiddleware "
+                "answered it before toolguard could: LangChain's handle_tool_error, "
+                "ToolRetryMiddleware with on_failure='continue' (its default, which sends "
+                "str(exception) to the model), ToolErrorMiddleware, or a ToolNode's "
+                "handle_tool_errors. That message reaches the model as written, unlogged. "
+                "Use ToolRetryMiddleware(on_failure='error') inside ToolguardMiddleware, or "
+                "let toolguard answer.",
+            )
+        return self._decided(call, outcome)
+
+    def _decided(self, call: ToolCall, outcome: _Outcome) -> _Outcome:
         """``outcome`` with toolguard's ``return_direct`` decision, unless it has one.
 
-        The decision is the chain's ``return_direct`` for that name, applied as the
-        dispatcher applies it to its own results. Not ``Dispatcher.handle_result``:
-        that takes a *successful* value and makes the content, while this message is
-        already written (its content is kept as is) and may be an error
-        (``status="error"``), where ``"always"`` and predicates still decide.
+        For a message toolguard did not write, an error included (``status="error"``):
+        the chain's ``return_direct`` for that name, applied as the dispatcher applies
+        it to its own results (``"always"`` and predicates decide for errors too).
         """
         if not isinstance(outcome, ToolMessage) or METADATA_KEY in outcome.response_metadata:
             return outcome
@@ -358,18 +449,30 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             is_error=outcome.status == "error",
             artifact=outcome.artifact,
         )
-        stop = self._return_direct(call.name).applies(result)
-        metadata = {
-            **outcome.response_metadata,
-            METADATA_KEY: {"return_direct": stop, "error_id": None},
-        }
-        return outcome.model_copy(update={"response_metadata": metadata})
+        return decided(
+            outcome, _Settings.of(self.dispatcher, call.name).return_direct.applies(result)
+        )
 
-    def _return_direct(self, name: str) -> ReturnDirect:
-        setting = self.dispatcher.explain(name, foreign=True)["return_direct"]
-        assert isinstance(setting, Setting)
-        value: ReturnDirect = setting.value
-        return value
+
+class _Settings:
+    """The settings the middleware applies to one plain tool call, by its name."""
+
+    __slots__ = ("max_result_chars", "retries", "return_direct", "timeout")
+
+    def __init__(self, explained: dict[str, Setting | tuple[Setting, ...]]) -> None:
+        def value(name: str) -> Any:
+            setting = explained[name]
+            assert isinstance(setting, Setting)
+            return setting.value
+
+        self.timeout: float | None = value("timeout")
+        self.retries: Retry | None = value("retries")
+        self.max_result_chars: int | None = value("max_result_chars")
+        self.return_direct: ReturnDirect = value("return_direct")
+
+    @classmethod
+    def of(cls, dispatcher: Dispatcher, name: str) -> _Settings:
+        return cls(dispatcher.explain(shown(name), foreign=True))
 
 
 def _tool_call(request: ToolCallRequest) -> ToolCall:
