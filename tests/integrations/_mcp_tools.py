@@ -7,6 +7,7 @@ body ran (in this process), to prove that bad arguments never run a tool.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Annotated, Any
 
@@ -100,3 +101,78 @@ def whoami(user: Annotated[str, Injected], call_id: Annotated[str, InjectedCallI
 dispatcher = Dispatcher([add, lookup_order, charge, chart, transfer, escalate])
 tools = [add, chart]
 not_tools = 42
+
+
+# --- tools that abort their call (issue 12): served by ``hostile`` over stdio ----------
+
+
+@tool
+def exits() -> str:
+    """Call sys.exit() in the middle of a call."""
+    raise SystemExit(f"exiting ({SECRET})")
+
+
+@tool
+def interrupts() -> str:
+    """Raise KeyboardInterrupt from the tool's own code."""
+    raise KeyboardInterrupt(SECRET)
+
+
+@tool
+def closes() -> str:
+    """Raise GeneratorExit from the tool's own code."""
+    raise GeneratorExit(SECRET)
+
+
+@tool
+async def cancels_itself() -> str:
+    """An async tool whose own code raises CancelledError (nobody cancelled it)."""
+    raise asyncio.CancelledError(SECRET)
+
+
+@tool
+async def group_exit() -> str:
+    """A TaskGroup whose task called sys.exit(): a BaseExceptionGroup reaches the server."""
+    async with asyncio.TaskGroup() as group:
+        group.create_task(_exit_soon())
+    return "unreachable"
+
+
+async def _exit_soon() -> None:
+    raise SystemExit(SECRET)
+
+
+@tool
+def surrogate_result() -> str:
+    """Return a file name that is not UTF-8 (a lone surrogate, as os.listdir gives)."""
+    return "report-\udcff.txt"
+
+
+@tool
+def surrogate_error() -> str:
+    """A model-visible message holding a lone surrogate."""
+    raise ToolError("cannot open report-\udcff.txt")
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Sleep (async), to be cancelled by the client."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+hostile = Dispatcher(
+    [
+        add,
+        exits,
+        interrupts,
+        closes,
+        cancels_itself,
+        group_exit,
+        surrogate_result,
+        surrogate_error,
+        slow,
+        escalate,
+        transfer,
+    ]
+)
