@@ -294,11 +294,20 @@ async def test_a_toolguard_tool_keeps_its_policy_and_return_direct(mode: str) ->
     assert META_RETURN_DIRECT not in failed.meta
 
 
-async def test_a_breaker_spans_the_connections_calls_and_answers_without_running() -> None:
-    """One connection is one session: after two failures refund is not run again."""
+@pytest.mark.parametrize(
+    ("mode", "options"),
+    [
+        ("legacy", {}),  # one connection: one session
+        ("auto", {"session_id": lambda ctx: "customer-1"}),  # 2026-07-28: the app names it
+    ],
+)
+async def test_a_breaker_spans_the_conversation_and_answers_without_running(
+    mode: str, options: dict[str, Any]
+) -> None:
+    """After two failures refund is not run again in that conversation."""
     dispatcher = Dispatcher([ship], breaker=Breaker(failures=2, cooldown=60))
     RUNS["refund"] = 0
-    async with Client(guarded(dispatcher), mode="legacy") as client:
+    async with Client(guarded(dispatcher, **options), mode=mode) as client:
         answers = [await client.call_tool("refund", {"order_id": 1}) for _ in range(4)]
     assert RUNS["refund"] == 2
     assert all(a.is_error for a in answers)
