@@ -151,13 +151,13 @@ async def test_successes_resources_prompts_and_output_schema_are_the_sdks_own(mo
 
 async def test_context_logging_and_progress_reach_the_client_under_the_guard() -> None:
     logged: list[Any] = []
-    progress: list[tuple[float, float | None, str | None]] = []
+    reported: list[tuple[float, float | None, str | None]] = []
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logged.append(params.data)
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append((progress, total, message))
 
     async with Client(guarded(), mode="legacy", logging_callback=on_log) as client:
         result = await client.call_tool(
@@ -165,7 +165,7 @@ async def test_context_logging_and_progress_reach_the_client_under_the_guard() -
         )
     assert result.is_error is False
     assert logged == ["looking up 42"]
-    assert progress == [(1, 2, "looking")]
+    assert reported == [(1, 2, "looking")]
 
 
 async def test_elicitation_through_context_works_under_the_guard() -> None:

@@ -43,8 +43,7 @@ class Unobserved(Exception):
 def unknown_tool(name: str) -> ToolError:
     """The framework found no tool by that name (the model's mistake): visible."""
     return ToolError(
-        f"There is no tool named '{shown(name)}' on this server. "
-        "Call one of the tools it lists."
+        f"There is no tool named '{shown(name)}' on this server. Call one of the tools it lists."
     )
 
 
@@ -53,7 +52,7 @@ def original(
     tool: str,
     *,
     crash: type[Exception] | tuple[type[Exception], ...],
-    framework_error: type[Exception],
+    framework_error: type[Exception] | tuple[type[Exception], ...],
     is_unknown: Callable[[Exception], bool],
     visible: bool,
 ) -> Exception:

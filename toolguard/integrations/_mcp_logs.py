@@ -69,24 +69,29 @@ def observe(name: str) -> None:
             return
         observed = _OBSERVED.get(cls)
         if observed is None:
-            observed = type(f"Observed{cls.__name__}", (cls,), _METHODS)
+            observed = type(f"Observed{cls.__name__}", (cls,), {**_METHODS, "_toolguard_base": cls})
             _OBSERVED[cls] = observed
         logger.__class__ = observed
+
+
+def _base(logger: logging.Logger) -> type[logging.Logger]:
+    base: type[logging.Logger] = getattr(type(logger), "_toolguard_base", logging.Logger)
+    return base
 
 
 def _is_enabled_for(self: logging.Logger, level: int) -> bool:
     if _CAPTURE.get() is not None:
         return True
-    return super(type(self), self).isEnabledFor(level)
+    return _base(self).isEnabledFor(self, level)
 
 
 def _handle(self: logging.Logger, record: logging.LogRecord) -> None:
     capture = _CAPTURE.get()
     if capture is not None and capture.take(record):
         return  # toolguard answers and logs this failure itself
-    if capture is not None and not super(type(self), self).isEnabledFor(record.levelno):
+    if capture is not None and not _base(self).isEnabledFor(self, record.levelno):
         return  # created only because a call was observed: as the logger was configured
-    super(type(self), self).handle(record)
+    _base(self).handle(self, record)
 
 
 _METHODS: Final[dict[str, Any]] = {

@@ -119,7 +119,7 @@ class ToolguardMiddleware:
             sent = await call_next(ctx)
         except Exception:
             raise  # the SDK's protocol errors (MCPError, malformed params): its own answer
-        except BaseException as error:  # noqa: BLE001 - SystemExit & co. from the tool
+        except BaseException as error:
             if really_cancelled():
                 raise  # the client cancelled the request
             raise aborted(call.name, call.id, error) from None

@@ -129,6 +129,10 @@ def _reject_constant(name: str) -> Any:
 _BLOCKS: Final = pydantic.TypeAdapter(list[types.ContentBlock])
 _BLOCK: Final = pydantic.TypeAdapter(types.ContentBlock)
 _BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource_link", "resource"})
+_RESULT_KEYS: Final = frozenset(
+    {"content", "structured_content", "structuredContent", "is_error", "isError"}
+    | {"meta", "_meta", "result_type", "resultType"}
+)
 
 
 def native_result(result: ToolResult) -> types.CallToolResult | None:
@@ -153,15 +157,13 @@ def native_result(result: ToolResult) -> types.CallToolResult | None:
             return types.CallToolResult(content=_BLOCKS.validate_python(value))
         if _is_block(value):
             return types.CallToolResult(content=[_BLOCK.validate_python(value)])
-        if isinstance(value, dict) and isinstance(value.get("content"), list):
-            if set(value) <= {"content", "structured_content", "is_error", "meta"} | {
-                "structuredContent",
-                "isError",
-                "_meta",
-                "result_type",
-                "resultType",
-            } and all(_is_block(item) for item in value["content"]):
-                return types.CallToolResult.model_validate(value)
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("content"), list)
+            and set(value) <= _RESULT_KEYS
+            and all(_is_block(item) for item in value["content"])
+        ):
+            return types.CallToolResult.model_validate(value)
     except pydantic.ValidationError:
         return None
     return None

@@ -32,7 +32,6 @@ model-retry budgets span its calls; ``session_id=`` may name it otherwise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 try:
     import mcp.types as types
@@ -116,7 +115,7 @@ class ToolguardMiddleware(Middleware):
         except Exception as error:  # noqa: BLE001 - every failure FastMCP raises: answered
             raised: Exception | None = error
             sent = None
-        except BaseException as error:  # noqa: BLE001 - SystemExit & co. from the tool
+        except BaseException as error:
             if really_cancelled():
                 raise
             raise aborted(call.name, call.id, error) from None

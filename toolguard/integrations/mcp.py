@@ -189,7 +189,7 @@ def mcp_server(
             if really_cancelled():
                 raise  # the client cancelled this request: no answer is due
             raise aborted(call.name, call.id, error) from None
-        except BaseException as error:  # noqa: BLE001 - the server boundary; logged
+        except BaseException as error:
             # Never let it reach the SDK: an Exception would send str(error) to the
             # client, a BaseException would end the server and every later call.
             if really_cancelled() and _holds_cancellation(error):
