@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from typing import Annotated, Any
+
+import mcp.types as types
+from pydantic import BaseModel
 
 from toolguard import (
     ControlFlow,
@@ -176,3 +180,52 @@ hostile = Dispatcher(
         transfer,
     ]
 )
+
+
+# --- the conformance suites' tools: plain functions, each made three ways -------------
+
+
+class Quote(BaseModel):
+    """A structured return value (an ``outputSchema`` in every way)."""
+
+    sku: str
+    price: float
+    tags: list[str]
+
+
+def quote(sku: str, quantity: int = 1, express: bool = False) -> Quote:
+    """Price an item.
+
+    Args:
+        sku: The item's stock number.
+        quantity: How many.
+        express: Ship express.
+    """
+    return Quote(sku=sku, price=2.5 * quantity + (5 if express else 0), tags=["in-stock"])
+
+
+def pictures() -> list[types.ContentBlock]:
+    """MCP content blocks, returned as they are."""
+    return [
+        types.TextContent(text="Sales, last 7 days:"),
+        types.ImageContent(data=PIXEL, mime_type="image/png"),
+    ]
+
+
+def crash(order_id: int) -> str:
+    """A tool whose backend fails with a secret in the message."""
+    try:
+        raise KeyError(CAUSE_SECRET)
+    except KeyError as error:
+        raise ConnectionError(f"payment gateway refused ({SECRET})") from error
+
+
+def refuse(order_id: int) -> str:
+    """A tool that tells the model what went wrong (toolguard's ToolError)."""
+    raise ToolError(f"There is no order {order_id}. Ask the user to check the number.")
+
+
+CONFORMANCE: list[Callable[..., Any]] = [quote, pictures, crash, refuse]
+
+conformance = Dispatcher([tool(function) for function in CONFORMANCE])
+"""The conformance tools in toolguard's adapter, for ``MODULE:ATTR`` over stdio."""

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
+import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import mcp.types as types
 import pydantic
+import typing_extensions
 from mcp.shared.exceptions import MCPError
 
 from toolguard._decorator import BoundTool, Tool
@@ -51,6 +54,7 @@ __all__ = [
     "failed_error",
     "invalid_arguments",
     "native_result",
+    "output_schema",
     "really_cancelled",
     "refuse_frameworks",
     "session_for",
@@ -84,12 +88,39 @@ SessionKey = Callable[[Any], str | None]
 
 
 def tool_declaration(tool: Tool[..., Any] | BoundTool[..., Any]) -> types.Tool:
-    """The MCP declaration of one tool: its name, description and JSON Schema."""
+    """The MCP declaration of one tool: its name, description, JSON Schema, and an
+    ``outputSchema`` when its return annotation is a structured object (a pydantic
+    model, a dataclass, a ``TypedDict``): its value is then sent as
+    ``structuredContent`` too."""
     return types.Tool(
         name=utf8(tool.name),
         description=utf8(tool.description) if tool.description else None,
         input_schema=copy.deepcopy(tool.parameters),
+        output_schema=output_schema(tool),
     )
+
+
+def output_schema(tool: Tool[..., Any] | BoundTool[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of a structured return annotation, or ``None``."""
+    try:
+        returned = typing.get_type_hints(tool, include_extras=True).get("return")
+    except Exception:  # noqa: BLE001 - an unresolvable hint declares nothing
+        return None
+    plain = typing.get_args(returned)[0] if typing.get_origin(returned) is Annotated else returned
+    if returned is None or not isinstance(plain, type):
+        return None
+    structured = (
+        issubclass(plain, pydantic.BaseModel)
+        or dataclasses.is_dataclass(plain)
+        or typing_extensions.is_typeddict(plain)
+    )
+    if not structured:
+        return None
+    try:
+        schema = pydantic.TypeAdapter(returned).json_schema(mode="serialization")
+    except Exception:  # noqa: BLE001 - a type pydantic cannot describe declares nothing
+        return None
+    return schema if schema.get("type") == "object" else None
 
 
 def refuse_frameworks(
