@@ -330,3 +330,26 @@ async def test_a_base_exception_from_a_tool_is_a_json_rpc_error_and_the_server_g
 def test_the_middleware_takes_a_dispatcher() -> None:
     with pytest.raises(TypeError, match="takes a Dispatcher"):
         ToolguardMiddleware([ship])  # type: ignore[arg-type]
+
+
+async def test_outside_guarded_calls_the_sdk_logger_is_as_configured(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An unguarded server in the same process still logs its traceback; the
+    logger's level still filters its records."""
+    guarded()  # the observer is installed
+    caplog.set_level(logging.INFO)
+    async with Client(build(None)) as client:
+        await client.call_tool("refund", {"order_id": 1})
+    assert [r for r in caplog.records if "raised an unexpected exception" in r.getMessage()]
+    sdk_logger = logging.getLogger("mcp.server.mcpserver.server")
+    caplog.clear()
+    sdk_logger.setLevel(logging.WARNING)
+    try:
+        sdk_logger.info("below the level")
+        sdk_logger.warning("at the level")
+    finally:
+        sdk_logger.setLevel(logging.NOTSET)
+    assert [r.getMessage() for r in caplog.records if r.name == sdk_logger.name] == [
+        "at the level"
+    ]
