@@ -146,7 +146,10 @@ dispatcher = Dispatcher(
     max_abandoned=MAX_ABANDONED,
 )
 
-# (tool, arguments, weight, expected answer): "ok", "error" (isError), "rpc" (JSON-RPC error)
+# (tool, arguments, weight, expected answer): "ok", "error" (isError), "rpc" (JSON-RPC
+# error), "timeout": an error, or a late success when the tool's result and its
+# deadline are both due once a stalled event loop wakes (on a saturated machine);
+# those are counted and printed, never unanswered.
 MIX: Final[list[tuple[str, dict[str, Any], int, str]]] = [
     ("ok", {"n": 1}, 30, "ok"),
     ("aok", {"n": 1}, 20, "ok"),
@@ -154,8 +157,8 @@ MIX: Final[list[tuple[str, dict[str, Any], int, str]]] = [
     ("visible", {"n": 1}, 10, "error"),
     ("ok", {"n": "one"}, 6, "error"),  # invalid arguments
     ("no_such_tool", {}, 4, "error"),  # unknown tool
-    ("slow_sync", {"n": 1}, 2, "error"),  # timeout, then "unavailable" while abandoned
-    ("stubborn", {"n": 1}, 2, "error"),  # timeout at the deadline, whatever the tool does
+    ("slow_sync", {"n": 1}, 2, "timeout"),  # timeout, then "unavailable" while abandoned
+    ("stubborn", {"n": 1}, 2, "timeout"),  # timeout at the deadline, whatever the tool does
     ("flaky", {"n": 1}, 6, "error"),  # breaker trips
     ("exits", {"n": 1}, 2, "rpc"),
     ("interrupts", {"n": 1}, 2, "rpc"),
@@ -247,7 +250,7 @@ def soak(calls: int, concurrency: int, timeout: float, only: str | None = None) 
     expected: dict[int, tuple[str, str]] = {}
     answered: Counter[str] = Counter()
     wrong: list[str] = []
-    leaks = 0
+    leaks = late = 0
     max_threads = 0
     rss_start = rss_end = 0
     warm_up = min(1_000, calls // 10)
@@ -278,6 +281,9 @@ def soak(calls: int, concurrency: int, timeout: float, only: str | None = None) 
             name, want = expected.pop(request_id)
             got = kind_of(reply)
             answered[got] += 1
+            if want == "timeout":
+                late += got == "ok"
+                want = got if got == "ok" else "error"
             if got != want:
                 wrong.append(f"{name}: wanted {want}, got {got}: {str(reply)[:200]}")
             if SECRET in json.dumps(reply):
@@ -310,6 +316,7 @@ def soak(calls: int, concurrency: int, timeout: float, only: str | None = None) 
     print(f"unanswered:   {len(expected)}")
     print(f"wrong kind:   {len(wrong)}")
     print(f"secret leaks: {leaks}")
+    print(f"late success: {late} (a timed tool's result seen before its deadline fired)")
     print(f"calls/s:      {rate:,.0f} (after {warm_up:,} warm-up calls; {elapsed:.1f} s in all)")
     print(f"max threads:  {max_threads} (bound {THREAD_BOUND})")
     print(f"RSS:          {rss_start / 1024:.1f} MiB -> {rss_end / 1024:.1f} MiB ({growth:+,} KiB)")
