@@ -139,9 +139,10 @@ async def group_exit(n: int) -> str:
     return "unreachable"
 
 
+TOOLS: Final = [ok, aok, hidden, visible, slow_sync, stubborn, flaky]
+ABORTING: Final = [exits, interrupts, closes, cancels, group_exit]
 dispatcher = Dispatcher(
-    [ok, aok, hidden, visible, slow_sync, stubborn, flaky, exits]
-    + [interrupts, closes, cancels, group_exit],
+    [*TOOLS, *ABORTING],
     max_workers=MAX_WORKERS,
     max_abandoned=MAX_ABANDONED,
 )
@@ -210,7 +211,8 @@ def soak(calls: int, concurrency: int, timeout: float, only: str | None = None) 
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
 
     def read() -> None:

@@ -350,6 +350,4 @@ async def test_outside_guarded_calls_the_sdk_logger_is_as_configured(
         sdk_logger.warning("at the level")
     finally:
         sdk_logger.setLevel(logging.NOTSET)
-    assert [r.getMessage() for r in caplog.records if r.name == sdk_logger.name] == [
-        "at the level"
-    ]
+    assert [r.getMessage() for r in caplog.records if r.name == sdk_logger.name] == ["at the level"]
