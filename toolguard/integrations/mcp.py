@@ -29,41 +29,53 @@ Requires the official SDK, version 2 (``pip install "toolguard-agents[mcp]"``).
 from __future__ import annotations
 
 import argparse
-import copy
-import json
+import asyncio
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
-import anyio
 import structlog
 
 try:
     import mcp.types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver.context import Context
     from mcp.server.stdio import stdio_server
-    from mcp.shared.exceptions import MCPError
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.mcp needs the official MCP SDK, version 2: "
         'pip install "toolguard-agents[mcp]"'
     ) from error
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._handlers import fill_message
-from toolguard._logging import emit, new_error_id
 from toolguard._targets import TargetError, load_target
-from toolguard._values import Image, ToolCall, ToolResult
+from toolguard._values import ToolCall
 from toolguard.errors import ToolCallFailed
+from toolguard.integrations._mcp_middleware import ToolguardMiddleware
+from toolguard.integrations._mcp_wire import (
+    EVENT_CALL_ABORTED,
+    META_ERROR_ID,
+    META_RETURN_DIRECT,
+    aborted,
+    call_tool_result,
+    connection_of,
+    failed_error,
+    really_cancelled,
+    refuse_frameworks,
+    session_for,
+    tool_declaration,
+)
 
 __all__ = [
     "EVENT_CALL_ABORTED",
     "META_ERROR_ID",
     "META_RETURN_DIRECT",
     "TargetError",
+    "ToolguardMiddleware",
     "call_tool_result",
     "load_target",
     "main",
@@ -73,88 +85,10 @@ __all__ = [
     "tool_declaration",
 ]
 
-EVENT_CALL_ABORTED: Final = "mcp_call_aborted"
-"""Logged (at ERROR, with ``exc_info``) when a call ends in a JSON-RPC error because
-something other than a handler's ``fail`` escaped the dispatcher: a control-flow
-signal (nothing in an MCP server can act on it) or a handler that raised."""
-
-META_ERROR_ID: Final = "toolguard/error_id"
-"""``_meta`` key of a failed call's result: the id its hidden cause was logged under."""
-
-META_RETURN_DIRECT: Final = "toolguard/return_direct"
-"""``_meta`` key set to ``true`` when the result asks the agent loop to stop."""
-
-_FAILED_MESSAGE: Final = (
-    "The tool '{tool}' failed because of an internal error (error id {error_id}). "
-    "The details are not available."
-)
-
 ContextFactory = Callable[["ServerRequestContext[Any, Any]"], Any]
+SessionId = Callable[["ServerRequestContext[Any, Any]"], "str | None"]
 
-
-# --- toolguard -> MCP data ------------------------------------------------------------
-
-
-def tool_declaration(tool: Tool[..., Any] | BoundTool[..., Any]) -> types.Tool:
-    """The MCP declaration of one tool: its name, description and JSON Schema."""
-    return types.Tool(
-        name=tool.name,
-        description=tool.description or None,
-        input_schema=copy.deepcopy(tool.parameters),
-    )
-
-
-def _structured(result: ToolResult) -> dict[str, Any] | None:
-    """The JSON object a successful text result carries, for ``structuredContent``.
-
-    A tool's non-str return value reaches toolguard's result as its JSON text; when
-    that text is a JSON object, MCP clients also get it parsed. (A tool that returns
-    JSON object *text* itself gets the same; both describe the same data.) Only
-    objects: protocol versions up to 2025-11-25 allow nothing else there.
-    """
-    content = result.content
-    if result.is_error or not isinstance(content, str) or not content.startswith("{"):
-        return None
-    try:
-        value = json.loads(content, parse_constant=_reject_constant)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # NaN / Infinity: not valid structured content
-
-
-def call_tool_result(result: ToolResult, *, structured: bool = True) -> types.CallToolResult:
-    """Turn toolguard's :class:`~toolguard.ToolResult` into an MCP ``CallToolResult``.
-
-    Text is a ``TextContent`` block, :class:`~toolguard.Image` an ``ImageContent``;
-    ``isError`` is the result's ``is_error``. ``_meta`` carries the error id
-    (:data:`META_ERROR_ID`) and ``return_direct`` (:data:`META_RETURN_DIRECT`) when
-    set, for the client application; ``artifact`` never leaves the process.
-    """
-    blocks: list[types.ContentBlock]
-    if isinstance(result.content, str):
-        blocks = [types.TextContent(text=result.content)]
-    else:
-        blocks = [
-            types.ImageContent(data=block.data, mime_type=block.media_type)
-            if isinstance(block, Image)
-            else types.TextContent(text=block.text)
-            for block in result.content
-        ]
-    meta: dict[str, Any] = {}
-    if result.error_id is not None:
-        meta[META_ERROR_ID] = result.error_id
-    if result.return_direct:
-        meta[META_RETURN_DIRECT] = True
-    return types.CallToolResult(
-        content=blocks,
-        structured_content=_structured(result) if structured else None,
-        is_error=result.is_error,
-        _meta=meta or None,
-    )
+_SDK_CONTEXT = "mcp.server.mcpserver.context.Context"
 
 
 # --- the server -----------------------------------------------------------------------
@@ -168,6 +102,7 @@ def mcp_server(
     instructions: str | None = None,
     structured_content: bool = True,
     context: ContextFactory | None = None,
+    session_id: SessionId | None = None,
 ) -> Server[Any]:
     """An MCP server (the SDK's low-level ``Server``) serving ``dispatcher``'s tools.
 
@@ -176,26 +111,44 @@ def mcp_server(
     ``mcp.Client(server)``.
 
     * ``tools/list``: one declaration per tool (:func:`tool_declaration`).
-    * ``tools/call``: ``dispatcher.adispatch(..., offload=True)``: an async tool
+    * ``tools/call``: ``session.adispatch(..., offload=True)``: an async tool
       runs on the server's event loop, a sync one on the dispatcher's thread pool
       (``max_workers`` calls at once), so a slow sync tool does not keep the
       server from answering other requests. toolguard's result becomes the
       ``CallToolResult`` (:func:`call_tool_result`), with ``isError`` on every failure
       the policy answered: bad arguments, unknown tool names, model-visible errors,
       hidden ones (generic text and error id; the cause is only in the server log).
-      The JSON-RPC request id is the call id (``InjectedCallId`` receives it).
+      MCP content blocks or a ``CallToolResult`` the tool returned pass through.
+      The JSON-RPC request id is the call id (``InjectedCallId`` receives it); a
+      parameter annotated with the SDK's ``Context``
+      (``mcp.server.mcpserver.context.Context``) receives the request's context
+      (logging, progress, elicitation, sampling) and is never in the schema.
     * A handler that *fails the invocation* (``fail``, ``fail_unless_visible``) gets
       a JSON-RPC error instead (``INTERNAL_ERROR``, a generic message with the
       error id, ``data={"tool", "error_id"}``): the client application sees an
       ``MCPError``, as a Python caller would see ``ToolCallFailed``. A control-flow
-      signal or a handler that raised gets the same, logged as
-      :data:`EVENT_CALL_ABORTED`. No exception text reaches the client.
+      signal, a handler that raised, or a ``BaseException`` the tool raised itself
+      (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, its own
+      ``CancelledError``, a ``BaseExceptionGroup``) gets the same, logged once as
+      :data:`EVENT_CALL_ABORTED`, and the server keeps serving. A request the client
+      cancelled is cancelled (no answer, as the protocol says). No exception text
+      reaches the client.
+    * Each connection is one toolguard session (breakers and model-retry budgets
+      span its calls); ``session_id(ctx)`` may name the conversation instead (the
+      transport's MCP session id is used when there is one).
 
     ``structured_content=False`` leaves ``structuredContent`` out. ``context`` is
     called with the SDK's request context for each call; what it returns is what
-    ``Injected`` tool parameters receive.
+    ``Injected`` tool parameters receive. A tool with another framework's
+    parameter (FastMCP's ``Context``...) is refused here (``ToolDefinitionError``).
     """
+    for served in dispatcher.tools.values():
+        refuse_frameworks(served, frozenset({_SDK_CONTEXT}), "toolguard's mcp_server")
     declarations = [tool_declaration(tool) for tool in dispatcher.tools.values()]
+    sdk_context = {
+        tool_name: [p.name for p in t.spec.arguments.framework if p.marker == _SDK_CONTEXT]
+        for tool_name, t in dispatcher.tools.items()
+    }
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -211,26 +164,37 @@ def mcp_server(
             arguments=params.arguments,
             id=None if ctx.request_id is None else str(ctx.request_id),
         )
+        wanted = sdk_context.get(params.name)
+        values = (
+            {name: Context(request_context=ctx, input_params=params) for name in wanted}
+            if wanted
+            else None
+        )
+        connection = connection_of(ctx.session)
+        named = session_id(ctx) if session_id is not None else None
+        session = session_for(
+            dispatcher, connection, named or getattr(connection, "session_id", None)
+        )
         try:
-            result = await dispatcher.adispatch(
-                call, context=None if context is None else context(ctx), offload=True
+            result = await session.adispatch(
+                call,
+                context=None if context is None else context(ctx),
+                offload=True,
+                framework_values=values,
             )
         except ToolCallFailed as failed:
             # Already logged by toolguard (tool_call_failed), with this error id.
-            raise _failed(failed.tool, failed.error_id) from None
-        except Exception as error:  # noqa: BLE001 - the server boundary; logged below
-            # Never let it reach the SDK: it would send str(error) to the client.
-            error_id = new_error_id()
-            emit(
-                "error",
-                EVENT_CALL_ABORTED,
-                tool=call.name,
-                call_id=call.id,
-                error_id=error_id,
-                error_type=type(error).__name__,
-                exc_info=error,
-            )
-            raise _failed(call.name, error_id) from None
+            raise failed_error(failed.tool, failed.error_id) from None
+        except asyncio.CancelledError as error:
+            if really_cancelled():
+                raise  # the client cancelled this request: no answer is due
+            raise aborted(call.name, call.id, error) from None
+        except BaseException as error:
+            # Never let it reach the SDK: an Exception would send str(error) to the
+            # client, a BaseException would end the server and every later call.
+            if really_cancelled() and _holds_cancellation(error):
+                raise
+            raise aborted(call.name, call.id, error) from None
         return call_tool_result(result, structured=structured_content)
 
     return Server(
@@ -242,11 +206,12 @@ def mcp_server(
     )
 
 
-def _failed(tool: str, error_id: str) -> MCPError:
-    message = fill_message(_FAILED_MESSAGE, tool=tool[:64], error_id=error_id)
-    return MCPError(
-        code=types.INTERNAL_ERROR, message=message, data={"tool": tool, "error_id": error_id}
-    )
+def _holds_cancellation(error: BaseException) -> bool:
+    if isinstance(error, asyncio.CancelledError):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return any(_holds_cancellation(inner) for inner in error.exceptions)
+    return False
 
 
 # --- stdio ----------------------------------------------------------------------------
@@ -277,11 +242,61 @@ def run_stdio(
     stderr, tracebacks included, where MCP hosts collect a server's log. A process
     that configured structlog itself keeps its configuration. ``options`` go to
     :func:`mcp_server`. Runs on asyncio (toolguard's async dispatch needs it).
+
+    The event loop survives a tool's ``SystemExit`` or ``KeyboardInterrupt`` raised
+    in a task of the tool's own (asyncio lets those escape the loop, whoever
+    awaits the task): the loop is resumed, and the call that awaited the task is
+    answered with a JSON-RPC error like any aborted call. A real Ctrl-C (SIGINT)
+    still stops the server (``KeyboardInterrupt`` from this function).
     """
     if log_to_stderr and not structlog.is_configured():
         _log_to_stderr()
     server = mcp_server(dispatcher, name=name, **options)
-    anyio.run(serve_stdio, server, backend="asyncio")
+    _run_resilient(serve_stdio(server))
+
+
+def _run_resilient(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on a new asyncio loop until it ends, resuming the loop when a
+    task's ``SystemExit``/``KeyboardInterrupt`` escapes it; SIGINT cancels ``main``."""
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main)
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, interrupt)  # the main thread, on POSIX
+    try:
+        while True:
+            try:
+                loop.run_until_complete(task)
+                return
+            except (SystemExit, KeyboardInterrupt):
+                if task.done():
+                    raise
+                # a tool's task raised it: the call awaiting that task answers it
+                # (logged there, once); the server goes on
+            except asyncio.CancelledError:
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
+        _close(loop)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 def _log_to_stderr() -> None:
