@@ -3,46 +3,73 @@
     python benchmarks/instructions.py [--calls N] [CASE ...]
 
 Each case runs in a fresh interpreter under ``valgrind --tool=callgrind`` twice: once
-with a warm-up of ``WARM`` calls, once with the warm-up plus ``N`` more. The
-difference divided by ``N`` is the cost of one call, with start-up, imports and
-first-call work cancelled out. Counts are repeatable for the same interpreter,
-inputs and environment (the hash seed is fixed), whatever else the machine is doing.
+making ``BASE`` counted calls, once ``BASE + N``. The difference divided by ``N`` is
+the cost of one call, with start-up, teardown and first-call work cancelled out.
+Counts are repeatable for the same interpreter, inputs and environment (the hash
+seed is fixed), whatever else the machine is doing.
+
+The child builds its case and warms it up (``WARM`` calls) with callgrind's
+instrumentation off (``--instr-atstart=no``: a 10,000-tool dispatcher would take
+most of an hour to build instrumented), then waits; the parent switches it on
+(``callgrind_control -i on``) and lets the child go on; the child's
+``os.getppid()`` then zeroes the counters (``--zero-before=getppid``) just before
+the counted calls, so neither the setup nor the wait is in the count.
 
 The ``floor`` case is what any guard must do at least: a prebuilt pydantic-core
 validator over the arguments, the call, and a ``try/except`` around both.
+
+A CASE is one of the cases below, or the key of any of ``compare.py``'s own rows
+(``dispatch_hidden_json``, ``unknown_many_new``, ...): then the child builds that
+row's suite exactly as ``compare.py`` does (its namespace, its ``around`` context
+entered for the whole run, its check) and counts its statement; an async row's
+calls are awaited in one coroutine, so the event loop's own start is not counted.
+The issue-16 comparisons are printed as pairs.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import dataclasses
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-WARM = 200
+WARM = 200  # uncounted calls before counting (caches, first-use work)
+BASE = 200  # counted calls of the shorter of the two runs
 
-CASES = (
+# cases defined here (the first is every ratio's floor)
+OWN_CASES = (
     "floor",
     "dispatch_dict",
     "dispatch_dict_general",
     "dispatch_json",
     "dispatch_retry_unused",
     "session_breaker",
-    "adispatch_async",
-    "arun_one",
     "hidden_failure",
     "tool_error",
     "invalid_arguments",
     "unknown_tool",
 )
+# compare.py's rows, counted as compare.py runs them: (yardstick, case) pairs
+PAIRS = (
+    ("adispatch_async", "arun_one"),
+    ("floor_logged_json", "dispatch_hidden_json"),
+    ("unknown_few_new", "unknown_many_new"),
+    ("unknown_few_repeated", "unknown_many_repeated"),
+    ("floor_large_100k_fail", "dispatch_large_100k_fail"),
+    ("floor_large_1m_fail", "dispatch_large_1m_fail"),
+)
+CASES = OWN_CASES + tuple(key for pair in PAIRS for key in pair)
 
 
 def _cases(case: str) -> dict[str, Callable[[], Any]]:
@@ -101,16 +128,13 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
     d = Dispatcher([tool(add), tool(add_async), tool(boom), tool(refuse)])
     retrying = Dispatcher([tool(add, retries=Retry(attempts=3))])
     session = Dispatcher([tool(add, breaker=Breaker())]).session()
-    loop = asyncio.new_event_loop()
 
     def call(name: str, args: Any) -> ToolCall:
         return ToolCall(name=name, arguments=args, id="call-1")
 
     dict_call, json_call = call("add", arguments), call("add", '{"a": 1, "b": 2}')
-    async_call = call("add_async", arguments)
     boom_call, refuse_call = call("boom", arguments), call("refuse", arguments)
     bad_call, unknown_call = call("add", {"a": "x"}), call("ad", arguments)
-    one = [async_call]
     return {
         "floor": floor,
         "dispatch_dict": lambda: d.dispatch(dict_call),
@@ -118,8 +142,6 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
         "dispatch_json": lambda: d.dispatch(json_call),
         "dispatch_retry_unused": lambda: retrying.dispatch(dict_call),
         "session_breaker": lambda: session.dispatch(dict_call),
-        "adispatch_async": lambda: loop.run_until_complete(d.adispatch(async_call)),
-        "arun_one": lambda: loop.run_until_complete(d.arun(one)),
         "hidden_failure": lambda: d.dispatch(boom_call),
         "tool_error": lambda: d.dispatch(refuse_call),
         "invalid_arguments": lambda: d.dispatch(bad_call),
@@ -127,57 +149,135 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
     }
 
 
-def child(case: str, calls: int) -> None:
-    thunk = _cases(case)[case]
-    for _ in range(calls):
-        thunk()
+def _row(case: str) -> Callable[[int], None]:
+    """compare.py's row ``case``: a function making n calls, set up as compare.py does."""
+    sys.path[:0] = [str(HERE)]
+    import compare
+
+    compare.configure_process()
+    mode = compare.FULL
+    if case.startswith("unknown_few_"):
+        # the few-tools rows never touch the large dispatcher: do not build 10,000 tools
+        mode = dataclasses.replace(mode, many_tools=compare.FEW_TOOLS)
+    for suite in compare.toolguard_suites(mode):
+        for bench in suite.benches:
+            if bench.key == case:
+                break
+        else:
+            continue
+        break
+    else:
+        raise SystemExit(f"no case or compare.py row {case!r}")
+    harness = compare.Harness(mode)
+    ns = suite.setup(harness.run_async)
+    harness.check(bench, ns)
+    compare._around(bench, ns).__enter__()  # for the whole run: never left
+    timed = compare._compile(bench, ns)
+
+    def run(n: int) -> None:
+        harness.batch(timed, bench, n)
+
+    return run
+
+
+def child(case: str, calls: int, rendezvous: Path) -> None:
+    if case in OWN_CASES:
+        thunk = _cases(case)[case]
+
+        def run(n: int) -> None:
+            for _ in range(n):
+                thunk()
+
+    else:
+        run = _row(case)
+    run(WARM)
+    # wait, uninstrumented, for the parent to switch the instrumentation on
+    (rendezvous / "ready").write_text(str(os.getpid()))
+    go = rendezvous / "go"
+    while not go.exists():
+        time.sleep(0.001)
+    os.getppid()  # --zero-before=getppid: the count starts here
+    run(calls)
 
 
 def count(case: str, calls: int) -> int:
-    """Instructions of a whole child run of ``calls`` calls."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        case,
-        str(calls),
-    ]
-    # a fixed hash seed: dict and set layouts (and so instruction counts) repeat exactly
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"{case}: callgrind failed:\n{done.stderr[-2000:]}")
+    """Instructions of ``calls`` calls of ``case`` (and the child's teardown)."""
+    with tempfile.TemporaryDirectory(prefix="toolguard-callgrind-") as where:
+        rendezvous = Path(where)
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--zero-before=getppid",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            case,
+            str(calls),
+            str(rendezvous),
+        ]
+        # a fixed hash seed: dict and set layouts (and so instruction counts) repeat exactly
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        errors = rendezvous / "stderr"
+        with errors.open("w") as sink:
+            process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=sink, env=env, cwd=ROOT
+            )
+            ready = rendezvous / "ready"
+            while not ready.exists() or not ready.read_text():
+                if process.poll() is not None:
+                    break
+                time.sleep(0.2)
+            else:
+                subprocess.run(
+                    ["callgrind_control", "--instr=on", ready.read_text()],
+                    capture_output=True,
+                    check=True,
+                )
+                (rendezvous / "go").touch()
+            process.wait()
+        stderr = errors.read_text()
+    found = re.search(r"Collected : (\d+)", stderr)
+    if process.returncode != 0 or found is None:
+        raise SystemExit(f"{case}: callgrind failed:\n{stderr[-2000:]}")
     return int(found.group(1))
+
+
+def per_call(case: str, calls: int) -> float:
+    """Instructions of one call: the two runs (in parallel: counts ignore the load)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        short = pool.submit(count, case, BASE)
+        long = pool.submit(count, case, BASE + calls)
+        return (long.result() - short.result()) / calls
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="*", metavar="CASE", help=f"of: {', '.join(CASES)}")
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, metavar=("CASE", "N", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]))
+        child(args.child[0], int(args.child[1]), Path(args.child[2]))
         return
-    unknown = sorted(set(args.cases) - set(CASES))
-    if unknown:
-        parser.error(f"unknown case {unknown[0]!r}; cases: {', '.join(CASES)}")
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
+    for tool in ("valgrind", "callgrind_control"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed (Debian: apt install valgrind)")
     results: dict[str, float] = {}
     for case in args.cases or CASES:
-        warm = count(case, WARM)
-        full = count(case, WARM + args.calls)
-        results[case] = (full - warm) / args.calls
+        results[case] = per_call(case, args.calls)
+        print(f"  {case}: {results[case]:,.0f}", file=sys.stderr, flush=True)
     floor = results.get("floor")
-    print(f"{'case':<24} {'instructions':>13} {'x floor':>8}")
-    for case, per_call in results.items():
-        ratio = f"{per_call / floor:.2f}x" if floor else ""
-        print(f"{case:<24} {per_call:>13,.0f} {ratio:>8}")
+    print(f"{'case':<28} {'instructions':>13} {'x floor':>8}")
+    for case, value in results.items():
+        ratio = f"{value / floor:.2f}x" if floor and case in OWN_CASES else ""
+        print(f"{case:<28} {value:>13,.0f} {ratio:>8}")
+    pairs = [(a, b) for a, b in PAIRS if a in results and b in results]
+    if pairs:
+        print(f"\n{'case / its yardstick':<52} {'ratio':>8}")
+        for a, b in pairs:
+            print(f"{b + ' / ' + a:<52} {results[b] / results[a]:>7.2f}x")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 No timing is asserted (CI machines are noisy); only that the script exits 0, prints
 its table and writes JSON in which every case has a numeric median or an explicit
-skip reason. The skip paths (a peer not installed, a peer whose setup breaks) are
-checked in-process on stand-in suites.
+skip reason, that every paired row says what it does, and that every target of the
+issues is evaluated. The skip paths (a peer not installed, a peer whose setup breaks)
+are checked in-process on stand-in suites; the per-batch logging pipeline is checked
+in a fresh interpreter (structlog's cached loggers would outlive the test).
 """
 
 from __future__ import annotations
@@ -29,16 +31,51 @@ TOOLGUARD_CASES = (
     "wrapt_passthrough",
     "tool_direct",
     "toolcall_construction",
+    "floor",
     "dispatch_dict",
     "dispatch_retry_unused",
     "session_dispatch",
     "dispatch_json",
     "adispatch_async",
     "adispatch_async_json",
+    "adispatch_sync_inline",
+    "adispatch_offload_dict",
+    "adispatch_offload_json",
+    "thread_handoff",
     "dispatch_hidden_failure",
     "dispatch_tool_error",
     "dispatch_validation_error",
     "dispatch_unknown_tool",
+    "arun_one",
+    "run_round_sync",
+    "dispatch_round_of",
+    # arguments and results
+    "floor_dict_result",
+    "dispatch_dict_result",
+    "floor_nested_model",
+    "dispatch_nested_model",
+    "floor_nested_dataclass",
+    "dispatch_nested_dataclass",
+    "floor_large_100k_ok",
+    "dispatch_large_100k_ok",
+    "floor_large_100k_fail",
+    "dispatch_large_100k_fail",
+    "floor_large_1m_ok",
+    "dispatch_large_1m_ok",
+    "floor_large_1m_fail",
+    "dispatch_large_1m_fail",
+    # unknown tools
+    "unknown_few_new",
+    "unknown_many_new",
+    "unknown_few_repeated",
+    "unknown_many_repeated",
+    # logging to a file
+    "floor_logged",
+    "floor_logged_json",
+    "dispatch_hidden_json",
+    "floor_logged_console",
+    "dispatch_hidden_console",
+    # rounds and imports
     "round_async_100",
     "round_sync_16",
     "import_toolguard",
@@ -47,9 +84,15 @@ PEER_CASES = (
     "langchain_invoke",
     "langchain_handled_error",
     "langchain_validation_error",
+    "langgraph_toolnode_sync",
+    "langgraph_toolnode_async",
+    "langgraph_toolnode_error",
+    "langgraph_toolnode_validation",
+    "langgraph_toolnode_unknown",
     "agents_async",
     "agents_sync",
     "agents_hidden_failure",
+    "agents_hidden_failure_logged",
     "agents_validation_error",
     "agents_tool_context",
     "mcp_async",
@@ -126,6 +169,26 @@ def test_peer_rows_are_compared_to_an_existing_toolguard_case(quick: QuickRun) -
             assert _finite(case["ratio_to_toolguard"])
 
 
+def test_every_paired_row_says_what_each_side_does(quick: QuickRun) -> None:
+    """A peer row and the toolguard row it is compared to both state their work."""
+    cases = quick.report["cases"]
+    for key, case in cases.items():
+        if case["vs"] is None or case["group"] == "imports":
+            continue
+        assert case["does"].startswith("validates: "), key
+        assert cases[case["vs"]]["does"].startswith("validates: "), case["vs"]
+
+
+def test_the_sync_peer_rows_are_paired_with_offload(quick: QuickRun) -> None:
+    """Peers hop a thread for a sync tool: so does the toolguard row they are divided by."""
+    cases = quick.report["cases"]
+    for key in ("agents_sync", "mcp_sync", "pydantic_ai_sync", "langgraph_toolnode_sync"):
+        assert cases[key]["vs"].startswith("adispatch_offload_"), key
+        assert "inline" in cases[key]["note"], key
+    assert cases["agents_async"]["vs"] == "adispatch_async_json"
+    assert "blocking the event loop" in cases["adispatch_sync_inline"]["note"]
+
+
 def test_rounds_report_their_ideal(quick: QuickRun) -> None:
     for key in ("round_async_100", "round_sync_16"):
         case = quick.report["cases"][key]
@@ -150,10 +213,101 @@ def test_targets_and_pipeline_are_recorded(quick: QuickRun) -> None:
     assert all(t["met"] in (True, False, None) for t in report["targets"])
 
 
+ISSUE_16_TARGETS = (
+    "hidden failure, JSONRenderer to a file / floor",
+    "hidden failure, ConsoleRenderer to a file / floor",
+    "unknown tool, new name: many / 10 tools",
+    "unknown tool, repeated: many / 10 tools",
+    "failure, 100 KB arguments / floor",
+    "failure, 1 MB arguments / floor",
+    "one-call arun / adispatch",
+    "round of 8 sync: per call over a dispatch",
+    "round of 8 sync: that / one thread hand-off",
+    "dispatch / floor",
+    "session over dispatch",
+    "Agents SDK async JSON / adispatch async JSON",
+)
+
+
+@pytest.mark.parametrize("name", ISSUE_16_TARGETS)
+def test_every_issue_16_target_is_measured(quick: QuickRun, name: str) -> None:
+    """Each target has a number (a goal met or missed, or a figure to report)."""
+    (target,) = [t for t in quick.report["targets"] if t["target"].startswith(name)]
+    assert _finite(target["measured"]), target
+    if target["goal"] != "report":
+        assert target["met"] in (True, False)
+
+
 def test_the_table_is_printed(quick: QuickRun) -> None:
     assert "median" in quick.stdout
     assert "dispatch, dict arguments" in quick.stdout
-    assert "targets (issue 7)" in quick.stdout
+    assert "(validates: " in quick.stdout
+    assert "targets (issues 5, 7, 11, 16)" in quick.stdout
+
+
+def test_the_markdown_table_has_the_does_column(quick: QuickRun, compare: ModuleType) -> None:
+    rows = [compare.Row(**case) for case in quick.report["cases"].values()]
+    table = compare.render_markdown(rows)
+    assert "| what it does |" in table.splitlines()[0]
+    assert "validates: " in table
+
+
+def test_the_rendered_pipeline_reaches_cached_loggers_batch_by_batch() -> None:
+    """In a fresh interpreter configured as the benchmark process is (loggers cached on
+    first use): inside a case's Pipeline toolguard's and the floor's events are rendered
+    and written to its file; outside it, the process's empty pipeline is back."""
+    script = f"""
+import sys
+sys.path[:0] = [{str(ROOT)!r}, {str(BENCHMARKS)!r}]
+import structlog
+import compare
+compare.configure_process()
+ns = compare._logging_setup(lambda awaitable: None)
+d, call, floor = ns["lg_d"], ns["lg_call"], ns["floor_logged"]
+d.dispatch(call); floor(call)  # both loggers cached under the process's pipeline
+live = structlog.get_config()["processors"]
+assert live == [], live
+for kind in compare.RENDERERS:
+    pipeline = ns["lg_" + kind]
+    with pipeline:
+        assert ns["lg_written"](pipeline, lambda: d.dispatch(call)), kind
+        assert ns["lg_written"](pipeline, lambda: floor(call)), kind
+    assert structlog.get_config()["processors"] == [], kind
+    assert pipeline.lines(lambda: (d.dispatch(call), floor(call))) == "", kind
+    try:
+        with pipeline:
+            pass  # a batch that wrote nothing
+    except AssertionError:
+        pass
+    else:
+        raise SystemExit("an empty batch went unnoticed")
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.strip() == "ok"
+
+
+def test_suites_have_unique_keys_and_pair_only_with_toolguard_rows(compare: ModuleType) -> None:
+    """Statically, without timing: keys are unique, and every ``vs`` names a toolguard row."""
+    own = compare.toolguard_suites(compare.QUICK)
+    own_keys = [b.key for suite in own for b in suite.benches]
+    peer_benches = [b for suite in compare.peer_suites() for b in suite.benches]
+    keys = own_keys + [b.key for b in peer_benches]
+    assert len(keys) == len(set(keys))
+    assert all(suite.own for suite in own)
+    assert not any(suite.own for suite in compare.peer_suites())
+    for bench in peer_benches:
+        assert bench.vs is None or bench.vs in own_keys, bench.key
+    assert set(own_keys) <= set(TOOLGUARD_CASES)
+    assert {b.key for b in peer_benches} <= set(PEER_CASES)
 
 
 # --- the skip paths, in-process on stand-in suites ------------------------------------------------
