@@ -14,8 +14,9 @@ A Hypothesis :class:`~hypothesis.stateful.RuleBasedStateMachine` drives one
 
 Every call succeeds, fails hidden (an unmarked exception, or a value with no JSON
 form), fails visible (``ToolError``), raises ``RetryWithFeedback``, times out (a
-``ToolTimeout`` as the runner produces it, or a real timeout), is cancelled, ends in
-control flow, sends bad arguments, or names no tool; the clock advances; ``reset``
+``ToolTimeout`` as the runner produces it, or a real timeout), fails transiently
+(retried once: then fails again, or works), is cancelled, ends in control flow, sends
+bad arguments, or names no tool; the clock advances; ``reset``
 forgets one tool or all. Single calls (``dispatch``/``adispatch``), parallel rounds
 (``run``/``arun``) and the in-place path are mixed.
 
@@ -30,10 +31,10 @@ forgets one tool or all. Single calls (``dispatch``/``adispatch``), parallel rou
 * **Breakers** (``Breaker(failures=k, cooldown=c)``): ``k`` consecutive unmarked
   failures or timeouts open it; a success or a model-visible error resets the count;
   neutral outcomes (bad arguments, unknown tool, unavailable, ``RetryWithFeedback``)
-  change nothing. While open, calls do not run and get ``ToolUnavailable``. After the
-  cool-down one trial runs, holding a lease of one cool-down: success closes, failure
-  re-opens, and a trial that never reports (cancelled, control flow) expires with its
-  lease.
+  change nothing; a retried call is one outcome. While open, calls do not run and get
+  ``ToolUnavailable``. After the cool-down one trial runs, holding a lease of one
+  cool-down: success closes, failure re-opens, and a trial that never reports
+  (cancelled, control flow) expires with its lease.
 * **Logs**: ``breaker_opened`` (with ``failures``), ``breaker_closed`` and
   ``session_reset`` exactly when the model says; every hidden failure is logged once
   under the error id its result carries.
@@ -49,7 +50,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import attrs
 import pytest
@@ -68,7 +69,9 @@ from toolguard import (
     Breaker,
     ControlFlow,
     Dispatcher,
+    InjectedCallId,
     ModelRetriesExhausted,
+    Retry,
     RetryWithFeedback,
     Round,
     Session,
@@ -101,9 +104,20 @@ class Unserialisable:
     """A return value with no JSON form: a hidden failure."""
 
 
-def act(outcome: str, name: str) -> Any:
+ATTEMPTS: Counter[str] = Counter()  # attempts per call id, for "transient_once"
+RETRY = Retry(attempts=2, on=(ConnectionError,), initial=0.001, jitter=0, sleep=lambda _: None)
+
+
+def act(outcome: str, name: str, call_id: str = "") -> Any:
     """What a tool does for ``outcome`` (shared by every tool's body)."""
     if outcome == "ok":
+        return "ok"
+    if outcome == "transient":  # retried once (RETRY), and fails again: one failure
+        raise ConnectionError(f"connection reset, session {SECRET}")
+    if outcome == "transient_once":  # retried once, and then works: one success
+        ATTEMPTS[call_id] += 1
+        if ATTEMPTS[call_id] == 1:
+            raise ConnectionError(f"connection reset, session {SECRET}")
         return "ok"
     if outcome == "hidden":
         raise RuntimeError(f"db refused the credentials {SECRET}")
@@ -133,19 +147,19 @@ HANG = Hang()
 def make_tools(
     breakers: dict[str, Breaker], limits: dict[str, int | None]
 ) -> list[Callable[..., Any]]:
-    def alpha(outcome: str) -> Any:
-        return act(outcome, "alpha")
+    def alpha(outcome: str, call_id: Annotated[str, InjectedCallId]) -> Any:
+        return act(outcome, "alpha", call_id)
 
-    async def beta(outcome: str) -> Any:
+    async def beta(outcome: str, call_id: Annotated[str, InjectedCallId]) -> Any:
         await asyncio.sleep(0)
         if outcome == "hang":
             if HANG.started is not None:
                 HANG.started.set()
             await asyncio.sleep(60)
-        return act(outcome, "beta")
+        return act(outcome, "beta", call_id)
 
-    def gamma(outcome: str) -> Any:
-        return act(outcome, "gamma")
+    def gamma(outcome: str, call_id: Annotated[str, InjectedCallId]) -> Any:
+        return act(outcome, "gamma", call_id)
 
     return [
         tool(
@@ -153,14 +167,21 @@ def make_tools(
             check_docstring=False,
             breaker=breakers["alpha"],
             max_model_retries=limits["alpha"],
+            retries=RETRY,
         )(alpha),
         tool(
             name="beta",
             check_docstring=False,
             breaker=breakers["beta"],
             max_model_retries=limits["beta"],
+            retries=RETRY,
         )(beta),
-        tool(name="gamma", check_docstring=False, max_model_retries=limits["gamma"])(gamma),
+        tool(
+            name="gamma",
+            check_docstring=False,
+            max_model_retries=limits["gamma"],
+            retries=RETRY,
+        )(gamma),
     ]
 
 
@@ -168,8 +189,9 @@ TOOLS = ("alpha", "beta", "gamma", "ext")
 BREAKER_TOOLS = ("alpha", "beta", "ext")
 # outcomes every tool can have on every path
 RUN_OUTCOMES = ("ok", "hidden", "unserialisable", "visible", "feedback", "timeout", "control")
-# what the call can be besides running: arguments that fail validation, a made-up name
-CALL_KINDS = (*RUN_OUTCOMES, "bad_args")
+# and the agent's own tools, which toolguard runs and retries (RETRY): transient failures;
+# what a call can be besides running: arguments that fail validation
+CALL_KINDS = (*RUN_OUTCOMES, "transient", "transient_once", "bad_args")
 
 Mode: TypeAlias = Literal["message", "stop", "fail"]
 
@@ -305,13 +327,13 @@ class Model:
                     "tell the user."
                 ),
             )
-        if what == "ok":
+        if what in ("ok", "transient_once"):  # a retried call that worked is a success
             self.worked(name)
             return Expect("ok", content="ok")
         if what == "visible":
             self.worked(name)
             return Expect("visible", content=VISIBLE)
-        if what in ("hidden", "unserialisable"):
+        if what in ("hidden", "unserialisable", "transient"):  # retries: one failure
             self.broke(name)
             return Expect("hidden")
         if what == "timeout":
@@ -493,9 +515,11 @@ class SessionMachine(RuleBasedStateMachine):
         """Capture one step's events; then compare the session's to the model's."""
         before = len(self.m.events)
         with capture_logs() as captured:
-            yield captured  # type: ignore[misc]
+            # structlog types the entries as its EventDict; each is a dict
+            events = cast("list[dict[str, Any]]", captured)
+            yield events
         expected = self.m.events[before:]
-        got = session_events(captured)  # type: ignore[arg-type]
+        got = session_events(events)
         if ordered:
             assert got == expected
         else:
@@ -683,10 +707,13 @@ class SessionMachine(RuleBasedStateMachine):
             assert self.s.state(name) == self.m.tools[name].state(), name
 
 
+# ci: 60 sequences of up to 30 steps (seconds); thorough: 500 sequences of up to 100
+# steps (minutes: every step makes real calls, rounds and event loops)
+THOROUGH = PROFILE_NAME == "thorough"
 SessionMachine.TestCase.settings = settings(
     PROFILE,
-    stateful_step_count=100 if PROFILE_NAME == "thorough" else 30,
-    max_examples=PROFILE.max_examples // 3 if PROFILE_NAME == "thorough" else PROFILE.max_examples,
+    stateful_step_count=100 if THOROUGH else 30,
+    max_examples=PROFILE.max_examples // 6 if THOROUGH else PROFILE.max_examples,
 )
 TestSessionAgainstTheModel = SessionMachine.TestCase
 
