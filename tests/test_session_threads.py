@@ -217,11 +217,11 @@ def test_after_an_expired_lease_exactly_one_new_trial_runs() -> None:
 # --- consecutive failures are counted one by one -----------------------------------------------
 
 
-def test_concurrent_failures_are_each_counted_and_open_the_breaker_once_at_the_threshold() -> None:
+def test_concurrent_failures_are_counted_one_by_one_and_then_no_call_runs() -> None:
     """16 calls that all passed the (closed) breaker fail together: the session counts
-    16 consecutive failures, the breaker opened when the 5th was reported (each
-    later report re-opens it, with its own count), and the next 16 concurrent calls
-    are all answered unavailable without running."""
+    16 consecutive failures, the breaker opened when the 5th was reported and each
+    later report re-opened it (``breaker_opened`` with the counts 5 to 16, once each),
+    and the next 16 concurrent calls are all answered unavailable without running."""
     barrier = threading.Barrier(THREADS, timeout=WAIT)
     ran = []
 
@@ -241,9 +241,9 @@ def test_concurrent_failures_are_each_counted_and_open_the_breaker_once_at_the_t
         state = session.state("down")
         assert state.consecutive_failures == THREADS
         assert state.open_until == 63
-        opened = [e["failures"] for e in breaker_events(events, "breaker_opened")]
-        assert opened[0] == 5
-        assert opened == sorted(set(opened)) and set(opened) <= set(range(5, THREADS + 1))
+        # logged outside the session's lock: in any order, but each count once
+        opened = sorted(e["failures"] for e in breaker_events(events, "breaker_opened"))
+        assert opened == list(range(5, THREADS + 1))
         ran.clear()
         futures = run_together(THREADS, lambda _: session.run([ToolCall(name="down")]))
         wait_for(futures, THREADS)
