@@ -17,6 +17,19 @@ not documented to send exception text. Properties:
 * the reverse: under handlers that keep visible messages, a model-visible message
   (``ToolError``, ``message_for_model()``) arrives exactly as written.
 
+The exceptions include groups (nested, with a visible member, a member's hidden
+cause) and hostile ones (a ``__getattr__`` that raises ``KeyError``, a ``__str__`` or
+``__repr__`` that raises, unhashable, a cyclic context chain). Further properties:
+
+* a group that holds control flow (at any depth, under any handler) propagates as
+  raised from every path, and nothing about it is logged as a failure;
+* tool names that are not strings, or are huge or full of control characters: every
+  call of a round answered, nothing echoed raw or unbounded (results, failures, logs);
+* a custom validator's message (pydantic field and model validators, a dataclass
+  ``__post_init__``, an attrs validator) is hidden and logged once unless its
+  exception is model-visible, and every answer is bounded;
+* the model's argument values a log event carries are bounded.
+
 Speed and depth: ``tests/_hypothesis.py`` (``HYPOTHESIS_PROFILE=thorough``).
 """
 
@@ -24,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -145,14 +159,30 @@ def render(event: Mapping[str, Any]) -> str:
     ]
     error = event.get("exc_info")
     if isinstance(error, BaseException):
-        parts.extend(traceback.format_exception(error))
-        parts.extend(
-            traceback.TracebackException.from_exception(error, capture_locals=True).format()
-        )
+        # Python 3.11's own traceback breaks on some hostile exceptions (a __getattr__
+        # that raises KeyError for __notes__): what it can render, then the raw parts
+        with contextlib.suppress(Exception):
+            parts.extend(traceback.format_exception(error))
+        with contextlib.suppress(Exception):
+            parts.extend(
+                traceback.TracebackException.from_exception(error, capture_locals=True).format()
+            )
         for member in _chain(error):
-            parts.append(repr(member.args))
-            parts.append(repr(getattr(member, "__dict__", None)))
+            parts.append(_safe_repr(member.args))
+            parts.append(_safe_repr(getattr(member, "__dict__", None)))  # notes too
     return "\n".join(parts)
+
+
+def _safe_repr(value: Any) -> str:
+    """``repr`` of ``value``, and of its items where its own ``repr`` raises."""
+    try:
+        return repr(value)
+    except Exception:
+        if isinstance(value, tuple | list):
+            return ", ".join(_safe_repr(item) for item in value)
+        if isinstance(value, dict):
+            return ", ".join(f"{_safe_repr(k)}: {_safe_repr(v)}" for k, v in value.items())
+        return f"<{type(value).__name__}>"
 
 
 def events_mentioning(events: Iterable[Mapping[str, Any]], secret: str) -> list[Mapping[str, Any]]:
@@ -192,6 +222,41 @@ class NotStrMarker(Exception):
         return 42
 
 
+class HostileGetattr(Exception):
+    """An API client's error: every missing attribute is a ``KeyError`` (not an
+    ``AttributeError``), ``__notes__`` and ``message_for_model`` included."""
+
+    def __init__(self, message: str, payload: dict[str, Any]) -> None:
+        super().__init__(message)
+        self._payload = payload
+
+    def __getattr__(self, name: str) -> Any:
+        return self.__dict__["_payload"][name]
+
+
+class StrRaises(Exception):
+    """``str()`` of it raises; its args hold the secret."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("str() is not supported")
+
+
+class ReprRaises(Exception):
+    """``repr()`` of it raises; its str is the secret."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr() is not supported")
+
+
+class Unhashable(Exception):
+    """``__eq__`` without ``__hash__``: it cannot go in a set or be a dict key."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 PLAIN_KINDS: dict[str, type[Exception]] = {
     "Exception": Exception,
     "ValueError": ValueError,
@@ -214,6 +279,16 @@ CARRYING_KINDS = (
     "oserror",
     "keyerror",
     "marked_cause",
+    # exception groups: nested, with a model-visible member, a member's hidden cause
+    "nested_group",
+    "group_with_visible",
+    "group_member_cause",
+    # hostile exceptions
+    "getattr_raises",
+    "str_raises",
+    "repr_raises",
+    "unhashable",
+    "context_cycle",
 )
 # a model-visible exception whose *cause* carries the secret
 VISIBLE_KIND = "visible_with_hidden_cause"
@@ -276,6 +351,28 @@ def build(plan: Plan, secret: str) -> Exception:
         # the marker is on the cause only: wrapping a marked exception hides it
         error = RuntimeError(message)
         error.__cause__ = ToolError(f"visible only if unwrapped {secret}")
+    elif kind == "nested_group":
+        inner = ExceptionGroup("inner", [ValueError("y"), RuntimeError(f"vault said {secret}")])
+        error = ExceptionGroup("outer", [KeyError("x"), inner])
+    elif kind == "group_with_visible":
+        # a visible member does not make the group visible: the rest is hidden text
+        error = ExceptionGroup("several", [ToolError("The visible part."), PermissionError(secret)])
+    elif kind == "group_member_cause":
+        member = RuntimeError("wrapped")
+        member.__cause__ = ConnectionError(f"connect as {secret}")
+        error = ExceptionGroup("one failed", [member, ValueError("other")])
+    elif kind == "getattr_raises":
+        error = HostileGetattr(f"api said {secret}", {"status": 500})
+    elif kind == "str_raises":
+        error = StrRaises(f"token {secret}")
+    elif kind == "repr_raises":
+        error = ReprRaises(f"token {secret}")
+    elif kind == "unhashable":
+        error = Unhashable(f"token {secret}")
+    elif kind == "context_cycle":
+        error = RuntimeError(f"loop {secret}")
+        other = ValueError("other")
+        error.__context__, other.__context__ = other, error
     else:
         assert kind == VISIBLE_KIND
         error = ToolError("The order service is unavailable right now.")
@@ -285,7 +382,9 @@ def build(plan: Plan, secret: str) -> Exception:
         except (AttributeError, TypeError):
             error.add_note(f"detail {secret}")
     if "note" in plan.extras:
-        error.add_note(f"while talking to the vault as {secret}")
+        # add_note() reads __notes__ first: a hostile __getattr__ refuses it (KeyError)
+        with contextlib.suppress(KeyError):
+            error.add_note(f"while talking to the vault as {secret}")
     return error
 
 
@@ -800,3 +899,472 @@ def test_every_provider_format_is_checked() -> None:
         assert {"openai.messages", "anthropic.message", "gemini.content", "mcp.call_result"} <= (
             names
         )
+
+
+# --- exception groups holding control flow propagate as raised ------------------------------
+
+
+class Handoff(toolguard.ControlFlow):
+    """A handoff to another agent: control flow by subclassing."""
+
+
+class FrameworkSignal(Exception):
+    """A framework's own signal: control flow by registration."""
+
+
+toolguard.register_control_flow(FrameworkSignal)
+
+SIGNALS: dict[str, Callable[[], BaseException]] = {
+    "ControlFlow": lambda: Handoff("to the billing agent"),
+    "registered": lambda: FrameworkSignal("interrupt: ask the human"),
+    "KeyboardInterrupt": KeyboardInterrupt,
+}
+
+
+@attrs.frozen
+class GroupPlan:
+    """Where the signal sits in a tree of groups whose other members carry the secret."""
+
+    signal: str
+    depth: int  # how many groups down the signal is
+    siblings: tuple[str, ...]  # the hidden members beside it, one list per level
+    first: bool  # the signal before its siblings, or after
+
+
+def signal_group(plan: GroupPlan, secret: str) -> BaseExceptionGroup[BaseException]:
+    def hidden(kind: str) -> Exception:
+        if kind == "plain":
+            return ValueError(f"vault said {secret}")
+        if kind == "visible":
+            return ToolError("The visible part.")
+        member = RuntimeError("wrapped")
+        member.__cause__ = ConnectionError(f"connect as {secret}")
+        return member
+
+    current: BaseException = SIGNALS[plan.signal]()
+    for _ in range(plan.depth):
+        others = [hidden(kind) for kind in plan.siblings]
+        members = [current, *others] if plan.first else [*others, current]
+        # BaseExceptionGroup() gives an ExceptionGroup when every member is an Exception
+        current = BaseExceptionGroup(f"level with {secret}", members)
+    assert isinstance(current, BaseExceptionGroup)
+    return current
+
+
+GROUP_PATHS = (
+    "dispatch",
+    "adispatch",
+    "run",
+    "arun",
+    "session_dispatch",
+    "session_run",
+    "session_arun",
+    "handle_error",
+    "ahandle_error",
+    "session_handle_error",
+    "invoke",
+)
+
+
+@PROFILE
+@given(
+    plan=st.builds(
+        GroupPlan,
+        signal=st.sampled_from(sorted(SIGNALS)),
+        depth=st.integers(1, 3),
+        siblings=st.lists(st.sampled_from(["plain", "visible", "caused"]), max_size=3).map(tuple),
+        first=st.booleans(),
+    ),
+    path=st.sampled_from(GROUP_PATHS),
+    is_async_tool=st.booleans(),
+    handler=st.none() | hiding_handlers(allow_async=False),
+)
+def test_a_group_holding_control_flow_propagates_as_raised(
+    plan: GroupPlan, path: str, is_async_tool: bool, handler: Handler | None
+) -> None:
+    """A group (at any depth, beside hidden and visible members, under any handler)
+    that holds control flow is control flow: the very group raised propagates out of
+    every path, no handler answers it and nothing about it is logged as a failure."""
+    secret = fresh_secret(0)
+    group = signal_group(plan, secret)
+
+    def body(key: str) -> str:
+        raise group
+
+    async def abody(key: str) -> str:
+        await asyncio.sleep(0)
+        raise group
+
+    options: dict[str, Any] = {} if handler is None else {"on_error": handler}
+    lookup = tool(name="lookup", check_docstring=False, **options)(abody if is_async_tool else body)
+
+    @tool(check_docstring=False)
+    def sibling() -> str:
+        return "fine"
+
+    call = ToolCall(name="lookup", arguments={"key": "k"}, id="call_0")
+    round_calls = [call, ToolCall(name="sibling", id="call_1")]
+    with clean_globals(), capture_logs() as events, Dispatcher([lookup, sibling]) as dispatcher:
+        session = dispatcher.session()
+        with pytest.raises(BaseException) as raised:
+            if path == "dispatch":
+                dispatcher.dispatch(call)
+            elif path == "adispatch":
+                asyncio.run(dispatcher.adispatch(call))
+            elif path == "run":
+                dispatcher.run(round_calls)
+            elif path == "arun":
+                asyncio.run(dispatcher.arun(round_calls))
+            elif path == "session_dispatch":
+                session.dispatch(call)
+            elif path == "session_run":
+                session.run(round_calls)
+            elif path == "session_arun":
+                asyncio.run(session.arun(round_calls))
+            elif path == "handle_error":
+                dispatcher.handle_error(call, group)
+            elif path == "ahandle_error":
+                asyncio.run(dispatcher.ahandle_error(call, group))
+            elif path == "session_handle_error":
+                session.handle_error(call, group, step="m1")
+            else:
+                assert path == "invoke"
+                lookup.invoke(call)
+    assert raised.value is group
+    assert not events_mentioning(events, secret), [e["event"] for e in events]
+    assert not [e for e in events if e["event"] in ("tool_error_hidden", "tool_call_failed")]
+
+
+# --- non-str tool names: every call answered, nothing raw or unbounded echoed --------------
+
+RAW = frozenset(chr(code) for code in (*range(0x20), 0x7F))  # C0 controls and DEL
+NAMES: st.SearchStrategy[Any] = st.one_of(
+    st.integers(),
+    st.integers(min_value=10**30),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.lists(st.text(max_size=5), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.just("x" * 200_000),
+    st.text(alphabet=st.characters(codec="utf-8", categories=["Cc", "Cf", "Zl", "Zp"])),
+    st.text(max_size=80).map(lambda text: f"lookup\x1b[31m{text}\n\x07"),
+    st.just("\ud800lookup"),
+    st.just(""),
+)
+NAME_HANDLERS: st.SearchStrategy[Any] = st.sampled_from(
+    [
+        None,
+        "The tool {tool} failed ({error_id}).",
+        generic_unless_visible("{tool} is not available ({error_id})."),
+        fail,
+        send_exception_message,
+    ]
+)
+
+
+def assert_bounded_and_escaped(text: str, where: str, limit: int = 5_000) -> None:
+    assert len(text) <= limit, f"{where}: {len(text)} characters"
+    assert not RAW & set(text), f"{where} echoes a raw control character: {text[:200]!r}"
+    text.encode("utf-8")  # valid UTF-8: no lone surrogate
+
+
+@PROFILE
+@given(
+    names=st.lists(NAMES, min_size=1, max_size=4),
+    good_at=st.lists(st.integers(0, 4), max_size=3),
+    path=st.sampled_from(["dispatch", "adispatch", "run", "arun", "session_run"]),
+    handler=NAME_HANDLERS,
+)
+def test_a_non_str_or_hostile_tool_name_is_answered_and_never_echoed_raw_or_unbounded(
+    names: list[Any], good_at: list[int], path: str, handler: Any
+) -> None:
+    """Tool names that are not strings (ints, ``None``, lists, dicts, floats), or
+    strings that are huge, empty, or full of control and format characters: each
+    call gets one error result naming no raw text, its siblings are answered, in call
+    order, under any agent handler; no field of any result, of a ``ToolCallFailed``
+    or of a log event carries the name unbounded, raw or as invalid UTF-8."""
+
+    @tool(check_docstring=False)
+    def lookup(key: str) -> str:
+        return f"found {key}"
+
+    calls = [ToolCall(name=name, arguments={}, id=f"bad_{i}") for i, name in enumerate(names)]
+    for offset, index in enumerate(sorted(good_at)):
+        good = ToolCall(name="lookup", arguments={"key": "k"}, id=f"good_{offset}")
+        calls.insert(min(index + offset, len(calls)), good)
+    agent: dict[str, Any] = {} if handler is None else {"on_error": handler}
+    failures: list[ToolCallFailed] = []
+    results: list[ToolResult] = []
+    with clean_globals(), capture_logs() as events, Dispatcher([lookup], **agent) as dispatcher:
+        if path in ("dispatch", "adispatch"):
+            for call in calls:
+                try:
+                    if path == "dispatch":
+                        results.append(dispatcher.dispatch(call))
+                    else:
+                        results.append(asyncio.run(dispatcher.adispatch(call)))
+                except ToolCallFailed as failed:
+                    failures.append(failed)
+                    results.append(
+                        ToolResult(call_id=call.id, name="-", content="failed", is_error=True)
+                    )
+        else:
+            round_: Round | None = None
+            try:
+                if path == "run":
+                    round_ = dispatcher.run(calls)
+                elif path == "arun":
+                    round_ = asyncio.run(dispatcher.arun(calls))
+                else:
+                    round_ = dispatcher.session().run(calls)
+            except ToolCallFailed as failed:
+                failures.append(failed)
+                round_ = failed.round
+            assert round_ is not None
+            results = list(round_.results)
+
+    assert [r.call_id for r in results] == [c.id for c in calls]
+    for call, result in zip(calls, results, strict=True):
+        if call.name == "lookup":
+            assert result.content == "found k"
+            continue
+        assert result.is_error
+        if not any(f.call_id == call.id for f in failures):
+            assert result.error_kind == "unknown_tool" or handler is not None
+        assert_bounded_and_escaped(result.text, f"the content of {call.id}")
+        assert_bounded_and_escaped(result.name, f"the name of {call.id}", limit=1_000)
+        for where, text in model_bound((result,)).items():
+            assert len(text) <= 20_000, (where, len(text))
+    for failure in failures:
+        assert_bounded_and_escaped(failure.tool, "ToolCallFailed.tool", limit=1_000)
+        assert_bounded_and_escaped(str(failure), "str(ToolCallFailed)")
+    for event in events:
+        for key, value in event.items():
+            if key != "exc_info":
+                assert_bounded_and_escaped(str(value), f"{event['event']}.{key}", limit=10_000)
+
+
+# --- validator messages: hidden unless model-visible, logged once, bounded -----------------
+
+
+class VisibleValue(ValueError):
+    """A validator's error made model-visible by the protocol."""
+
+    def message_for_model(self) -> str:
+        return str(self)
+
+
+class ValidatorSaid:
+    """What the validator raises, for one example (the validators read it)."""
+
+    def __init__(self) -> None:
+        self.error: Callable[[], Exception] | None = None
+
+    def check(self, value: str) -> None:
+        if value == "reject" and self.error is not None:
+            raise self.error()
+
+
+SAID = ValidatorSaid()
+
+
+class FieldChecked(pydantic.BaseModel):
+    value: str
+
+    @pydantic.field_validator("value")
+    @classmethod
+    def known(cls, value: str) -> str:
+        SAID.check(value)
+        return value
+
+
+class ModelChecked(pydantic.BaseModel):
+    value: str
+
+    @pydantic.model_validator(mode="after")
+    def consistent(self) -> ModelChecked:
+        SAID.check(self.value)
+        return self
+
+
+class BeforeChecked(pydantic.BaseModel):
+    value: str
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def raw(cls, data: Any) -> Any:
+        SAID.check(str(data.get("value")) if isinstance(data, dict) else "")
+        return data
+
+
+@dataclasses.dataclass
+class PostInit:
+    value: str
+
+    def __post_init__(self) -> None:
+        SAID.check(self.value)
+
+
+def _attrs_check(instance: Any, attribute: Any, value: str) -> None:
+    SAID.check(value)
+
+
+@attrs.define
+class AttrsChecked:
+    value: str = attrs.field(validator=_attrs_check)
+
+
+VALIDATED: dict[str, type[Any]] = {
+    "field_validator": FieldChecked,
+    "model_validator": ModelChecked,
+    "before_validator": BeforeChecked,
+    "post_init": PostInit,
+    "attrs": AttrsChecked,
+}
+HIDDEN_RAISES = ("ValueError", "AssertionError", "custom_value_error", "chained_value_error")
+VISIBLE_RAISES = ("VisibleValue", "PydanticCustomError")
+
+
+class RejectedValue(ValueError):
+    """An application's own ValueError subclass, with the secret in an attribute too."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def validator_error(kind: str, text: str, secret: str) -> Callable[[], Exception]:
+    """A factory of what the validator raises (``text`` holds or is the message)."""
+    from pydantic_core import PydanticCustomError
+
+    def make() -> Exception:
+        if kind == "ValueError":
+            return ValueError(text)
+        if kind == "AssertionError":
+            return AssertionError(text)
+        if kind == "custom_value_error":
+            return RejectedValue(text, detail=secret)
+        if kind == "chained_value_error":
+            error = ValueError("rejected")
+            error.__cause__ = PermissionError(text)
+            return error
+        if kind == "VisibleValue":
+            return VisibleValue(text)
+        assert kind == "PydanticCustomError"
+        return PydanticCustomError("rejected_value", text)
+
+    return make
+
+
+@PROFILE
+@given(
+    container=st.sampled_from(sorted(VALIDATED)),
+    raises=st.sampled_from(HIDDEN_RAISES + VISIBLE_RAISES),
+    size=st.sampled_from([0, 300, 20_000, 1_000_000]),
+    path=st.sampled_from(["dispatch", "adispatch", "run", "session_run", "invoke"]),
+    as_json=st.booleans(),
+)
+def test_a_validators_message_is_hidden_unless_model_visible_and_always_bounded(
+    container: str, raises: str, size: int, path: str, as_json: bool
+) -> None:
+    """A custom validator of a tool's own argument type (pydantic ``field_validator``,
+    ``model_validator`` before and after, a dataclass ``__post_init__``, an attrs
+    validator) rejects the model's value. A message that is not model-visible
+    (``ValueError``, ``AssertionError``, subclasses, a chained cause) is hidden: not in
+    anything sent, the tool never runs, the text logged once under the error id the
+    result carries. A model-visible one (``message_for_model()``,
+    ``PydanticCustomError``) reaches the model. Either way the answer is bounded."""
+    secret = fresh_secret(0)
+    text = f"rejected: the lookup used the key {secret}" + "!" * size
+    SAID.error = validator_error(raises, text, secret)
+    ran: list[str] = []
+    argument_type = VALIDATED[container]
+
+    def body(item: Any) -> str:
+        ran.append("ran")
+        return "accepted"
+
+    body.__annotations__["item"] = argument_type
+    checked = tool(name="checked", check_docstring=False)(body)
+    arguments: Any = {"item": {"value": "reject"}}
+    if as_json:
+        arguments = json.dumps(arguments)
+    call = ToolCall(name="checked", arguments=arguments, id="call_0")
+    try:
+        with clean_globals(), capture_logs() as events, Dispatcher([checked]) as dispatcher:
+            if path == "dispatch":
+                result = dispatcher.dispatch(call)
+            elif path == "adispatch":
+                result = asyncio.run(dispatcher.adispatch(call))
+            elif path == "run":
+                [result] = dispatcher.run([call]).results
+            elif path == "session_run":
+                [result] = dispatcher.session().run([call]).results
+            else:
+                result = checked.invoke(call)
+    finally:
+        SAID.error = None
+
+    assert ran == []
+    assert result.is_error and result.error_kind == "arguments"
+    assert len(result.text) <= 2_000, len(result.text)
+    for where, sent in model_bound((result,)).items():
+        assert len(sent) <= 10_000, (where, len(sent))
+    if raises in VISIBLE_RAISES:
+        assert text[:60] in result.text
+        assert not events_mentioning(events, secret)
+    else:
+        assert_not_sent((result,), secret)
+        [event] = events_mentioning(events, secret)
+        assert event["event"] == "tool_error_hidden"
+        assert event["error_id"] == result.error_id is not None
+
+
+# --- model-supplied argument values in log events are bounded --------------------------------
+
+HUGE_VALUES: dict[str, Callable[[], Any]] = {
+    "megabyte_string": lambda: "q" * 1_000_000,
+    "long_list": lambda: ["t"] * 100_000,
+    "wide_object": lambda: {f"k{i}": i for i in range(50_000)},
+    "escape_sequences": lambda: "\x1b[2J\x1b[31m" * 20_000,
+    "huge_number": lambda: 7**4_000,
+    "deep_and_wide": lambda: [[[[[["leaf"] * 40] * 40] * 40]]],
+}
+HUGE_KEYS: dict[str, str] = {"plain": "query", "huge": "x" * 100_000}
+
+
+@PROFILE
+@given(
+    value_kind=st.sampled_from(sorted(HUGE_VALUES)),
+    key_kind=st.sampled_from(sorted(HUGE_KEYS)),
+    path=st.sampled_from(["dispatch", "run", "session_run", "handle_error"]),
+)
+def test_model_supplied_argument_values_in_a_log_event_are_bounded(
+    value_kind: str, key_kind: str, path: str
+) -> None:
+    """Nothing toolguard logs is unbounded: the arguments a hidden failure's event
+    carries are the model's, of any size (a megabyte string, a 100,000-item list, a
+    50,000-key object, a 3,000-digit number, 100,000-character keys), and are cut
+    like every other model-supplied value. The failure itself is logged once."""
+
+    @tool(name="search", check_docstring=False)
+    def search(**options: Any) -> str:
+        raise RuntimeError("upstream down")
+
+    arguments = {HUGE_KEYS[key_kind]: HUGE_VALUES[value_kind](), "page": 1}
+    call = ToolCall(name="search", arguments=arguments, id="call_0")
+    with clean_globals(), capture_logs() as events, Dispatcher([search]) as dispatcher:
+        if path == "dispatch":
+            result = dispatcher.dispatch(call)
+        elif path == "run":
+            [result] = dispatcher.run([call]).results
+        elif path == "session_run":
+            [result] = dispatcher.session().run([call]).results
+        else:
+            result = dispatcher.handle_error(call, RuntimeError("upstream down"))
+    assert result.error_kind == "hidden"
+    [event] = [e for e in events if e["event"] == "tool_error_hidden"]
+    for field, logged in event.items():
+        if field != "exc_info":
+            assert len(repr(logged)) <= 10_000, (field, len(repr(logged)))
