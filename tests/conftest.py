@@ -13,13 +13,25 @@ import toolguard
 from toolguard import _runner
 
 
+def _plain_tracebacks() -> None:
+    """structlog's default pipeline (left unconfigured, as toolguard never configures
+    it) renders tracebacks with rich when rich is installed (FastMCP brings it): a few
+    milliseconds each, which thousands of logged failures turn into minutes. The
+    tests render them plainly; what is rendered is the same event."""
+    for processor in structlog.get_config()["processors"]:
+        if isinstance(processor, structlog.dev.ConsoleRenderer):
+            processor.exception_formatter = structlog.dev.plain_traceback
+
+
 @pytest.fixture(autouse=True)
 def _fresh_defaults() -> Iterator[None]:
     """Undo any ``configure()`` a test made, before and after it."""
     toolguard.reset_defaults()
+    _plain_tracebacks()
     yield
     toolguard.reset_defaults()
     structlog.reset_defaults()
+    _plain_tracebacks()
 
 
 @pytest.fixture

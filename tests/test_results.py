@@ -112,7 +112,7 @@ def test_the_fast_success_constructor_builds_the_same_result() -> None:
         ToolResult(call_id="c1", name="add", content="3", artifact={"rows": 1})
     )
     names = {field.name for field in attrs.fields(ToolResult)}
-    assert names == {*_SUCCESS_DEFAULTS, "call_id", "name", "content", "artifact"}
+    assert names == {*_SUCCESS_DEFAULTS, "call_id", "name", "content", "artifact", "value"}
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         fast.content = "4"  # type: ignore[misc]
 
@@ -126,3 +126,29 @@ def test_the_fast_error_constructor_builds_the_same_result() -> None:
     )
     assert fast == built
     assert fast.__dict__.keys() == built.__dict__.keys()
+
+
+def test_a_result_keeps_what_the_tool_returned_and_says_when_content_was_cut() -> None:
+    from toolguard import Dispatcher, ToolCall, tool
+
+    rows = [{"id": i, "name": "x" * 50} for i in range(10)]
+
+    @tool(max_result_chars=200)
+    def listing() -> list[dict[str, object]]:
+        return rows
+
+    @tool
+    def small() -> dict[str, int]:
+        return {"n": 1}
+
+    agent = Dispatcher([listing, small])
+    long = agent.dispatch(ToolCall(name="listing", id="1"))
+    assert long.truncated and long.value is rows  # the list itself, never sent
+    assert repr(rows[0]) not in repr(long)
+    short = agent.dispatch(ToolCall(name="small", id="2"))
+    assert not short.truncated and short.value == {"n": 1}
+    assert short == ToolResult(call_id="2", name="small", content='{"n":1}')  # value not compared
+    failed = agent.dispatch(ToolCall(name="nope", id="3"))
+    assert failed.value is None and not failed.truncated
+    elsewhere = agent.handle_result(ToolCall(name="listing", id="4"), rows)
+    assert elsewhere.value is rows and elsewhere.truncated

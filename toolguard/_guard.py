@@ -228,13 +228,28 @@ class Guard:
 
     @staticmethod
     def succeeded(
-        call: ToolCall, name: str, content: Content, artifact: object, resolved: Resolved
+        call: ToolCall,
+        name: str,
+        content: Content,
+        artifact: object,
+        resolved: Resolved,
+        value: object = None,
     ) -> ToolResult:
         """The result of a success: truncated per ``max_result_chars``, ``return_direct``
-        decided by the chain."""
+        decided by the chain; ``value`` is what the tool returned."""
+        cut = False
         if resolved.max_result_chars is not None:
+            whole = content
             content = truncate(content, resolved.max_result_chars)
-        result = ToolResult(call_id=call.id, name=name, content=content, artifact=artifact)
+            cut = content is not whole
+        result = ToolResult(
+            call_id=call.id,
+            name=name,
+            content=content,
+            artifact=artifact,
+            truncated=cut,
+            value=value,
+        )
         return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
             return attrs.evolve(result, return_direct=True)
@@ -316,7 +331,7 @@ class Guard:
             return self.failed(error, call, resolved, rules.name, step)
         if step is not None:
             step.finished(rules.name, resolved.breaker, None)
-        return self.succeeded(call, rules.name, content, artifact, resolved)
+        return self.succeeded(call, rules.name, content, artifact, resolved, value)
 
     async def ahandle_result(
         self,
@@ -335,7 +350,7 @@ class Guard:
             return await self.afailed(error, call, resolved, rules.name, step)
         if step is not None:
             step.finished(rules.name, resolved.breaker, None)
-        return self.succeeded(call, rules.name, content, artifact, resolved)
+        return self.succeeded(call, rules.name, content, artifact, resolved, value)
 
     def admit(self, call: ToolCall, step: Step) -> ToolResult | None:
         """Before a tool that runs elsewhere runs: ``None`` to run it, or the answer

@@ -105,6 +105,9 @@ def redact(value: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
 _SCALARS: Final = (str, int, float, bool, type(None))
 _CUT: Final = "...[toolguard: {count} more characters cut]"
 _MORE: Final = "[toolguard: {count} more items cut]"
+_ENTRY: Final = 4  # what an entry costs beyond its text: quotes, separator, space
+_NUMBER: Final = 8  # what a number, a bool or None costs
+_DIGITS_PER_BIT: Final = 0.30103  # log10(2): an int's digits from its bit length
 
 
 def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: int | None) -> bool:
@@ -116,8 +119,10 @@ def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: i
             return True
         if pattern is not None and pattern.search(normalised(key)):
             return True
+        if type(item) is int and item.bit_length() > 64:
+            return True
         if limit is not None:
-            size += len(key) + (len(item) if type(item) is str else 8)
+            size += len(key) + (len(item) if type(item) is str else _NUMBER) + 2 * _ENTRY
             if size > limit:
                 return True
     return False
@@ -142,6 +147,21 @@ class _Walk:
             return self.mapping(value, depth)
         if kind is list or kind is tuple:
             return self.items(value, depth)
+        if kind is int and value.bit_length() > 64:
+            return self.number(value)
+        self.spend(_NUMBER)
+        return value
+
+    def spend(self, count: int) -> None:
+        if self.left > 0:
+            self.left = max(0, self.left - count)
+
+    def number(self, value: int) -> int | str:
+        digits = int(value.bit_length() * _DIGITS_PER_BIT) + 1
+        if 0 <= self.left < digits:
+            self.left = 0
+            return f"[toolguard: a number of about {digits} digits cut]"
+        self.spend(digits)
         return value
 
     def text(self, text: str) -> str:
@@ -161,6 +181,7 @@ class _Walk:
             if self.left == 0:
                 out["..."] = _MORE.format(count=len(value) - position)
                 break
+            self.spend(2 * _ENTRY)
             shown_key = self.text(key) if isinstance(key, str) else key
             if (
                 self.pattern is not None
@@ -178,6 +199,7 @@ class _Walk:
             if self.left == 0:
                 out.append(_MORE.format(count=len(value) - position))
                 break
+            self.spend(_ENTRY)
             out.append(self.value(item, depth + 1))
         return out
 

@@ -141,8 +141,10 @@ def assemble_round(
 ) -> Round:
     """Assemble a round; then raise the first propagating failure, if any.
 
-    A ``ToolCallFailed`` carries the whole round (its own call answered with the
-    built-in generic message), so the conversation can still be answered.
+    Control flow (a handoff, an interrupt) goes first, whatever a sibling's handler
+    did: nothing else carries it. A ``ToolCallFailed`` carries the whole round (its
+    own call answered with the built-in generic message), so the conversation can
+    still be answered.
     """
     results: list[ToolResult] = []
     first: BaseException | None = None
@@ -150,7 +152,9 @@ def assemble_round(
         if isinstance(outcome, ToolResult):
             results.append(outcome)
             continue
-        if first is None:
+        if first is None or (
+            isinstance(first, ToolCallFailed) and not isinstance(outcome, ToolCallFailed)
+        ):
             first = outcome
         if isinstance(outcome, ToolCallFailed):
             text = fill_message(BUILTIN_MESSAGE, tool=outcome.tool, error_id=outcome.error_id)

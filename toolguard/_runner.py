@@ -234,8 +234,8 @@ class Runner:
         if report:  # a success after failures: the breaker counts it
             step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if plan.plain:
-            return success(call.id, entry.name, content, artifact)
-        return self.guard.succeeded(call, entry.name, content, artifact, resolved)
+            return success(call.id, entry.name, content, artifact, value)
+        return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)
 
     def _unknown(self, call: ToolCall, policy: ToolPolicy | None, step: Step | None) -> ToolResult:
         name = shown(call.name)  # the model's, as it may be echoed: bounded and escaped
@@ -333,8 +333,8 @@ class Runner:
         if report:  # a success after failures: the breaker counts it
             step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if plan.plain:
-            return success(call.id, entry.name, content, artifact)
-        return self.guard.succeeded(call, entry.name, content, artifact, resolved)
+            return success(call.id, entry.name, content, artifact, value)
+        return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)
 
     async def _aunknown(
         self, call: ToolCall, policy: ToolPolicy | None, step: Step | None

@@ -178,6 +178,7 @@ class Arguments:
         allowed = bounded(", ".join(properties) or "no arguments", _LIST_LIMIT)
         problems: list[str] = []
         withheld = False
+        raised: BaseException | None = None  # the first withheld validator's exception
         for detail in error.errors(include_url=False)[:_MAX_PROBLEMS]:
             loc = detail["loc"]
             kind = detail["type"]
@@ -204,7 +205,10 @@ class Arguments:
                 problems.append(f"{shown}: missing required argument ({expected})")
             else:
                 said = self._said(kind, detail)
-                withheld = withheld or said is None
+                if said is None and not withheld:
+                    withheld = True
+                    cause = detail.get("ctx", {}).get("error")
+                    raised = cause if isinstance(cause, BaseException) else None
                 problems.append(f"{path}: {said or _REJECTED}, got {excerpt(detail['input'])}")
         hidden = error.error_count() - len(problems)
         if hidden > 0:
@@ -216,6 +220,10 @@ class Arguments:
         invalid.__suppress_context__ = True
         if withheld:  # the validators' own words: logged with the result, never sent
             invalid.__cause__ = error
+            if raised is not None and error.__cause__ is None:
+                # pydantic keeps only the validator exception's text; chaining the
+                # exception itself logs its own causes too
+                error.__cause__ = raised
         return invalid
 
     def _said(self, kind: str, detail: Any) -> str | None:

@@ -46,17 +46,12 @@ class ToolState:
     open_until: float | None = None
 
 
-_COUNTED_STEPS: Final = 256  # steps remembered per tool for the model-retry budget
 _KEYED_STEPS: Final = 1024  # named steps remembered per session
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Tool:
     model_retries: int = 0
-    # the steps that already counted against the budget: parallel calls of a step
-    # count once, however the steps interleave (the oldest are forgotten past
-    # _COUNTED_STEPS; a step that old has long finished)
-    counted: set[int] = attrs.field(factory=set)
     failures: int = 0
     opened_at: float | None = None
     cooldown: float = 0.0
@@ -73,7 +68,7 @@ class SessionState:
         self._lock = threading.Lock()
         self._tools: dict[str, _Tool] = {}
         self._steps = itertools.count(1)
-        self._keyed: OrderedDict[str, int] = OrderedDict()
+        self._keyed: OrderedDict[str, Step] = OrderedDict()
 
     def step(self, key: str | None = None) -> Step:
         """A model step: a new one, or the one named ``key`` (calls an integration
@@ -82,14 +77,14 @@ class SessionState:
         if key is None:
             return Step(self, next(self._steps))
         with self._lock:
-            number = self._keyed.get(key)
-            if number is None:
-                number = self._keyed[key] = next(self._steps)
+            step = self._keyed.get(key)
+            if step is None:
+                step = self._keyed[key] = Step(self, next(self._steps))
                 if len(self._keyed) > _KEYED_STEPS:
                     self._keyed.popitem(last=False)
             else:
                 self._keyed.move_to_end(key)
-        return Step(self, number)
+        return step
 
     def state(self, tool: str) -> ToolState:
         """What this conversation remembers about ``tool``."""
@@ -113,11 +108,15 @@ class SessionState:
 class Step:
     """One model step of a session: what the dispatcher consults for each call."""
 
-    __slots__ = ("number", "session")
+    __slots__ = ("counted", "number", "session")
 
     def __init__(self, session: SessionState, number: int) -> None:
         self.session = session
         self.number = number
+        # per tool, the record this step counted against (a step counts once per
+        # tool, however long it runs and however many steps count meanwhile; after
+        # a reset the tool's record is new, and the step may count again)
+        self.counted: dict[str, _Tool] | None = None
 
     def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
         """Raise :class:`ToolUnavailable` if the tool's breaker is open.
@@ -211,10 +210,11 @@ class Step:
         session = self.session
         with session._lock:
             record = session._tools.setdefault(tool, _Tool())
-            if self.number not in record.counted:
-                if len(record.counted) >= _COUNTED_STEPS:
-                    record.counted = set(sorted(record.counted)[_COUNTED_STEPS // 2 :])
-                record.counted.add(self.number)
+            counted = self.counted
+            if counted is None:
+                counted = self.counted = {}
+            if counted.get(tool) is not record:
+                counted[tool] = record
                 record.model_retries += 1
             used = record.model_retries
         if used <= limit:

@@ -93,7 +93,10 @@ class ToolResult:
     whether this result asks the agent loop to stop. ``artifact`` is data for the
     application, never sent to the model. ``error_kind`` says what kind of failure
     this answers (``None`` on success), for integrations that map failures onto a
-    framework's own signals (a retry, a failed result).
+    framework's own signals (a retry, a failed result). ``truncated`` says that
+    ``max_result_chars`` cut the content. ``value`` is what the tool returned, as it
+    returned it (``None`` for a failure): never sent, not compared, not shown in the
+    repr; for integrations that hand a framework its own return types back.
     """
 
     call_id: str | None
@@ -104,6 +107,8 @@ class ToolResult:
     error_id: str | None = None
     artifact: Any = None
     error_kind: ErrorKind | None = None
+    truncated: bool = False
+    value: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def text(self) -> str:
@@ -121,6 +126,7 @@ _SUCCESS_DEFAULTS: Final = {
     "return_direct": False,
     "error_id": None,
     "error_kind": None,
+    "truncated": False,
 }
 _new = object.__new__
 
@@ -145,12 +151,17 @@ def error_result(
         error_id=error_id,
         artifact=None,
         error_kind=error_kind,
+        truncated=False,
+        value=None,
     )
     return result
 
 
-def success(call_id: str | None, name: str, content: Content, artifact: Any) -> ToolResult:
-    """``ToolResult(call_id=..., name=..., content=..., artifact=...)``, built faster.
+def success(
+    call_id: str | None, name: str, content: Content, artifact: Any, value: Any = None
+) -> ToolResult:
+    """``ToolResult(call_id=..., name=..., content=..., artifact=..., value=...)``, built
+    faster.
 
     The dispatcher's hot path builds one per call; filling the instance dict at once
     skips attrs' per-field frozen setters. The result is identical (a test pins it).
@@ -162,6 +173,7 @@ def success(call_id: str | None, name: str, content: Content, artifact: Any) -> 
     fields["name"] = name
     fields["content"] = content
     fields["artifact"] = artifact
+    fields["value"] = value
     return result
 
 

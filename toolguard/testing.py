@@ -141,11 +141,12 @@ def _variants(secret: str) -> tuple[str, ...]:
 def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
     """The parts of ``value`` that would be serialised, by path step; ``None`` for leaves."""
     if isinstance(value, ToolResult):
-        # what the model is sent: the artifact stays in the process by design
+        # what the model is sent: the artifact and the tool's own return value stay in
+        # the process by design
         return (
             (f".{f.name}", getattr(value, f.name))
             for f in attrs.fields(ToolResult)
-            if f.name != "artifact"
+            if f.name not in ("artifact", "value")
         )
     if isinstance(value, Round):
         return iter(((".results", value.results), (".final", value.final)))
