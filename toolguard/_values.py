@@ -168,11 +168,17 @@ def success(
     """
     result: ToolResult = _new(ToolResult)
     fields = result.__dict__
-    fields.update(_SUCCESS_DEFAULTS)
+    # in field order, as attrs' __init__ stores them: the instance dicts of a class
+    # share one key table only while every instance inserts its keys in one order
     fields["call_id"] = call_id
     fields["name"] = name
     fields["content"] = content
+    fields["is_error"] = False
+    fields["return_direct"] = False
+    fields["error_id"] = None
     fields["artifact"] = artifact
+    fields["error_kind"] = None
+    fields["truncated"] = False
     fields["value"] = value
     return result
 
