@@ -71,7 +71,7 @@ class RedisServer:
 
     def start(self, timeout: float = 10.0) -> None:
         log = Path(self.directory) / "server.log"
-        self.process = subprocess.Popen(  # noqa: S603 - our own binary and arguments
+        self.process = subprocess.Popen(
             [
                 self.binary,
                 "--port", str(self.port),
