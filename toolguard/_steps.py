@@ -157,8 +157,15 @@ class SessionState:
 class Opens(Protocol):
     """A store, as a session sees it: it opens a session's state (``toolguard.stores``)."""
 
-    name: str
-    on_unavailable: str
+    @property
+    def name(self) -> str:
+        """What ``explain`` calls it ("memory", "redis")."""
+        ...
+
+    @property
+    def on_unavailable(self) -> str:
+        """"fail-open" or "fail-closed"."""
+        ...
 
     def open(self, id: str | None, *, clock: Callable[[], float] | None = None) -> SessionState:
         """The state of the session ``id`` (a new one for ``None``)."""
