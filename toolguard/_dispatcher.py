@@ -12,6 +12,7 @@ it decides nothing itself. Control-flow signals and non-``Exception``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -174,6 +175,8 @@ class Dispatcher:
         ``RedisStore`` shared by a fleet (then another process finds the same
         conversation by its ``id``; see ``docs/fleet.md``).
         """
+        if store is None and self._round_settings["store"].value != "memory":
+            store = self._policy_store()  # a policy file's store = "redis://..."
         if store is not None and store.name == "memory":
             store = None  # the default: today's in-process state
         if id is None:
@@ -183,6 +186,22 @@ class Dispatcher:
             lambda: Session(self._runner, self._rounds, id=id, clock=clock, store=store),
             store,
         )
+
+    def _policy_store(self) -> Opens:
+        """The store a policy file names, made on first use (``toolguard.stores``)."""
+        made: Opens | None = self.__dict__.get("_store")
+        if made is None:
+            from toolguard.stores import RedisStore
+
+            url: str = self._round_settings["store"].value
+            if url.startswith("env:"):
+                found = os.environ.get(url[4:])
+                if not found:
+                    raise ToolDefinitionError(f"store = {url!r}: the variable {url[4:]} is not set")
+                url = found
+            mode = self._round_settings["store_unavailable"].value
+            made = self.__dict__.setdefault("_store", RedisStore.from_url(url, on_unavailable=mode))
+        return made
 
     def dispatch(
         self,

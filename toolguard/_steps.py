@@ -164,7 +164,7 @@ class Opens(Protocol):
 
     @property
     def on_unavailable(self) -> str:
-        """"fail-open" or "fail-closed"."""
+        """ "fail-open" or "fail-closed"."""
         ...
 
     def open(self, id: str | None, *, clock: Callable[[], float] | None = None) -> SessionState:
