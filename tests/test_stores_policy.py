@@ -10,7 +10,7 @@ import pytest
 
 from tests._content import str_content
 from tests._redis_server import RedisServer
-from toolguard import Breaker, Dispatcher, PolicyFileError, ToolCall, load_policy, tool
+from toolguard import Breaker, Dispatcher, PolicyFileError, Setting, ToolCall, load_policy, tool
 from toolguard.cli import main
 from toolguard.stores import MemoryStore, RedisStore
 
@@ -24,6 +24,12 @@ def fragile(x: int) -> int:
 AGENT = Dispatcher([fragile])
 
 
+def _setting(dispatcher: Dispatcher, name: str) -> Setting:
+    found = dispatcher.explain("fragile")[name]
+    assert isinstance(found, Setting)
+    return found
+
+
 def _policy(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "fleet.toml"
     path.write_text(f"version = 1\n[agent]\n{body}\n")
@@ -31,9 +37,9 @@ def _policy(tmp_path: Path, body: str) -> Path:
 
 
 def test_the_store_defaults_to_memory_and_explain_says_so() -> None:
-    explained = AGENT.explain("fragile")
-    assert explained["store"].value == "memory" and explained["store"].level == "builtin"
-    assert explained["store_unavailable"].value == "fail-open"
+    store = _setting(AGENT, "store")
+    assert (store.value, store.level) == ("memory", "builtin")
+    assert _setting(AGENT, "store_unavailable").value == "fail-open"
     assert AGENT.session(id="x").store is None  # the in-process state, as before
 
 
@@ -43,9 +49,9 @@ def test_a_policy_file_sets_the_store_and_sessions_use_it(
     monkeypatch.setenv("FLEET_REDIS", redis_server.url)
     path = _policy(tmp_path, 'store = "env:FLEET_REDIS"\nstore_unavailable = "fail-closed"')
     dispatcher = Dispatcher([fragile], policy=load_policy(path))
-    explained = dispatcher.explain("fragile")
-    assert (explained["store"].value, explained["store"].source) == ("env:FLEET_REDIS", str(path))
-    assert explained["store_unavailable"].value == "fail-closed"
+    store = _setting(dispatcher, "store")
+    assert (store.value, store.source) == ("env:FLEET_REDIS", str(path))
+    assert _setting(dispatcher, "store_unavailable").value == "fail-closed"
     session = dispatcher.session(id="conv-policy")
     assert isinstance(session.store, RedisStore) and session.store.on_unavailable == "fail-closed"
     session.dispatch(ToolCall(name="fragile", arguments={"x": 1}))
