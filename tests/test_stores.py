@@ -290,3 +290,18 @@ def test_a_sync_session_on_an_asyncio_client_is_refused(redis_server: RedisServe
         return str_content(result)
 
     assert asyncio.run(main()) == "results for x"
+
+
+def test_the_benchmark_row_script_runs_and_prints_each_ratio() -> None:
+    """``benchmarks/stores.py --quick``: its own server, four rows, a ratio each."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "stores.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.endswith("x")]
+    assert len(rows) == 4

@@ -66,7 +66,7 @@ class RemoteState(SessionState):
     def _step(self, key: str | None) -> RemoteStep:
         number = SessionState.step(self, key).number  # the fallback's step
         if key is None:
-            return RemoteStep(self, number, uuid.uuid4().hex)
+            return RemoteStep(self, number, None)  # its id drawn when a budget needs it
         with self._lock:
             found = self._named.get(key)
             if found is not None and found.number == number:
@@ -153,19 +153,26 @@ _ASK: Final = object()  # "the step cannot decide alone: ask the store"
 
 
 class RemoteStep(Step):
-    """One model step of a :class:`RemoteState`: ``id`` is unique across processes
-    (the step's own key, or a random one)."""
+    """One model step of a :class:`RemoteState`: :attr:`id` is unique across processes
+    (the step's own key, or a random one drawn on first use)."""
 
-    __slots__ = ("_counted", "_deferred", "id", "seen")
+    __slots__ = ("_counted", "_deferred", "_id", "seen")
     remote = True
     session: RemoteState
 
-    def __init__(self, session: RemoteState, number: int, id: str) -> None:
+    def __init__(self, session: RemoteState, number: int, id: str | None) -> None:
         super().__init__(session, number)
-        self.id = id
+        self._id = id
         self.seen: dict[str, bool] = {}  # tool -> closed, with failures to report?
         self._counted: dict[int, int] = {}  # failures whose budget abefore spent
         self._deferred: dict[int, tuple[str, Breaker, Exception, bool] | None] = {}
+
+    @property
+    def id(self) -> str:
+        """The step's identity in the store (what a budget counts once)."""
+        if self._id is None:
+            self._id = uuid.uuid4().hex
+        return self._id
 
     # --- the breaker, before a call --------------------------------------------------
 
