@@ -79,6 +79,14 @@ CASES: dict[str, Case] = {
 }
 
 
+def _pings(store: RedisStore) -> Case:
+    def pings(session: Session, n: int) -> None:
+        for _ in range(n):
+            store.client.ping()
+
+    return pings
+
+
 def _per_call(case: Case, session: Session, n: int, batches: int) -> float:
     case(session, n)  # warm up: scripts loaded, connection open
     samples = []
@@ -109,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:<32} {in_memory / 1000:>8.1f}us {on_redis / 1000:>8.1f}us "
                 f"{on_redis / in_memory:>7.1f}x"
             )
-        ping = _per_call(
-            lambda _, k: [redis_store.client.ping() for _ in range(k)], shared, n, batches
+        ping = _per_call(_pings(redis_store), shared, n, batches)
         )
         print(f"(one PING round trip to this server: {ping / 1000:.1f}us, the floor of a step)")
         redis_store.client.close()
