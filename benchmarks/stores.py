@@ -118,7 +118,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{on_redis / in_memory:>7.1f}x"
             )
         ping = _per_call(_pings(redis_store), shared, n, batches)
-        )
         print(f"(one PING round trip to this server: {ping / 1000:.1f}us, the floor of a step)")
         redis_store.client.close()
     finally:
