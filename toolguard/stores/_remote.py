@@ -13,6 +13,8 @@ neutral for breakers). Tools without a breaker or a budget never touch the store
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -149,6 +151,7 @@ def _closed(tool: str, seconds: float) -> ToolUnavailable:
     )
 
 
+_ID_LOCK: Final = threading.Lock()
 _ASK: Final = object()  # "the step cannot decide alone: ask the store"
 
 
@@ -156,13 +159,16 @@ class RemoteStep(Step):
     """One model step of a :class:`RemoteState`: :attr:`id` is unique across processes
     (the step's own key, or a random one drawn on first use)."""
 
-    __slots__ = ("_counted", "_deferred", "_id", "seen")
+    __slots__ = ("_alock", "_counted", "_deferred", "_id", "_lock", "seen")
     remote = True
     session: RemoteState
 
     def __init__(self, session: RemoteState, number: int, id: str | None) -> None:
         super().__init__(session, number)
         self._id = id
+        # one check per tool per step: parallel calls of a round wait for its answer
+        self._lock = threading.Lock()
+        self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.seen: dict[str, bool] = {}  # tool -> closed, with failures to report?
         self._counted: dict[int, int] = {}  # failures whose budget abefore spent
         self._deferred: dict[int, tuple[str, Breaker, Exception, bool] | None] = {}
@@ -171,7 +177,9 @@ class RemoteStep(Step):
     def id(self) -> str:
         """The step's identity in the store (what a budget counts once)."""
         if self._id is None:
-            self._id = uuid.uuid4().hex
+            with _ID_LOCK:  # parallel calls of a round must agree on it
+                if self._id is None:
+                    self._id = uuid.uuid4().hex
         return self._id
 
     # --- the breaker, before a call --------------------------------------------------
@@ -208,6 +216,13 @@ class RemoteStep(Step):
     def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
         if breaker is None:
             return False
+        seen = self.seen.get(tool)
+        if seen is not None:
+            return seen
+        with self._lock:
+            return self._check(tool, breaker)
+
+    def _check(self, tool: str, breaker: Breaker) -> bool:
         decided = self._before_check(tool, breaker)
         if decided is not _ASK:
             return bool(decided)
@@ -224,6 +239,16 @@ class RemoteStep(Step):
     async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
         if breaker is None:
             return False
+        seen = self.seen.get(tool)
+        if seen is not None:
+            return seen
+        loop = asyncio.get_running_loop()
+        if self._alock is None or self._alock[0] is not loop:  # a lock serves one loop
+            self._alock = (loop, asyncio.Lock())
+        async with self._alock[1]:
+            return await self._acheck(tool, breaker)
+
+    async def _acheck(self, tool: str, breaker: Breaker) -> bool:
         decided = self._before_check(tool, breaker)
         if decided is not _ASK:
             return bool(decided)
