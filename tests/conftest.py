@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -56,3 +57,24 @@ def plans(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
     toolguard.reset_defaults()
     yield str(request.param)
     toolguard.reset_defaults()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """A real Redis server on 127.0.0.1 for the whole test session (tests/_redis_server.py).
+
+    No server is an error, never a skip: in CI (``CI`` or ``TOOLGUARD_REQUIRE_REDIS=1``)
+    and elsewhere alike, the fixture fails saying what to install.
+    """
+    from tests._redis_server import RedisServer
+
+    try:
+        server = RedisServer()
+        server.start()
+    except RuntimeError as error:
+        required = os.environ.get("CI") or os.environ.get("TOOLGUARD_REQUIRE_REDIS") == "1"
+        pytest.fail(f"{error}{' (required here)' if required else ''}", pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()

@@ -224,6 +224,14 @@ PUBLIC: dict[str, list[str]] = {
     "toolguard.pytest_plugin": ["toolguard_defaults", "toolguard_events"],
     "toolguard.cli": ["build_parser", "main"],
     "toolguard.formats": ["anthropic", "gemini", "mcp", "openai", "strict_schema"],
+    "toolguard.stores": [
+        "AsyncStore",
+        "FailMode",
+        "MemoryStore",
+        "RedisStore",
+        "Store",
+        "StoreUnavailable",
+    ],
 }
 
 

@@ -12,6 +12,7 @@ it decides nothing itself. Control-flow signals and non-``Exception``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from toolguard._policy import (
 from toolguard._precedence import Setting
 from toolguard._rounds import Rounds
 from toolguard._session import Session, Sessions
+from toolguard._steps import Opens
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 
@@ -156,7 +158,11 @@ class Dispatcher:
     # --- calls ---------------------------------------------------------------------
 
     def session(
-        self, *, id: str | None = None, clock: Callable[[], float] | None = None
+        self,
+        *,
+        id: str | None = None,
+        clock: Callable[[], float] | None = None,
+        store: Opens | None = None,
     ) -> Session:
         """A conversation on this dispatcher: its own retry budgets and breakers.
 
@@ -164,13 +170,38 @@ class Dispatcher:
         session id), the same conversation each time: the dispatcher keeps it while
         it is in use, and forgets one left idle for :data:`SESSION_TTL` seconds, or
         the least recently used beyond :data:`MAX_SESSIONS`. ``clock`` (tests)
-        applies when the session is made.
+        applies when the session is made. ``store`` is where the budgets and
+        breakers live (``toolguard.stores``): process memory by default, or a
+        ``RedisStore`` shared by a fleet (then another process finds the same
+        conversation by its ``id``; see ``docs/fleet.md``).
         """
+        if store is None and self._round_settings["store"].value != "memory":
+            store = self._policy_store()  # a policy file's store = "redis://..."
+        if store is not None and store.name == "memory":
+            store = None  # the default: today's in-process state
         if id is None:
-            return Session(self._runner, self._rounds, clock=clock)
+            return Session(self._runner, self._rounds, clock=clock, store=store)
         return self._sessions.get(
-            id, lambda: Session(self._runner, self._rounds, id=id, clock=clock)
+            id,
+            lambda: Session(self._runner, self._rounds, id=id, clock=clock, store=store),
+            store,
         )
+
+    def _policy_store(self) -> Opens:
+        """The store a policy file names, made on first use (``toolguard.stores``)."""
+        made: Opens | None = self.__dict__.get("_store")
+        if made is None:
+            from toolguard.stores import RedisStore
+
+            url: str = self._round_settings["store"].value
+            if url.startswith("env:"):
+                found = os.environ.get(url[4:])
+                if not found:
+                    raise ToolDefinitionError(f"store = {url!r}: the variable {url[4:]} is not set")
+                url = found
+            mode = self._round_settings["store_unavailable"].value
+            made = self.__dict__.setdefault("_store", RedisStore.from_url(url, on_unavailable=mode))
+        return made
 
     def dispatch(
         self,

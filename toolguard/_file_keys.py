@@ -41,7 +41,10 @@ from toolguard._policy import (
     MIN_LOGGED_ARGUMENTS,
     MIN_RESULT_CHARS,
     RETURN_DIRECT_MODES,
+    STORE_FAIL_MODES,
+    STORE_SCHEMES,
     ReturnDirect,
+    check_store,
 )
 from toolguard._precedence import BUILTIN
 from toolguard._resilience import Breaker, Retry
@@ -246,6 +249,16 @@ def _breaker(value: Any) -> Breaker | None:
     return _build(Breaker, table_of(value, _BREAKER_FIELDS, what))
 
 
+def _store(value: Any) -> str:
+    if isinstance(value, str) and (value == "memory" or value.startswith((*STORE_SCHEMES, "env:"))):
+        try:
+            check_store(value)
+        except ValueError as error:
+            raise Bad(str(error)) from None
+        return value
+    raise expected('"memory", a Redis URL ("redis://host:6379/0"), or "env:NAME"', value)
+
+
 def _build(cls: Callable[..., T], options: dict[str, Any]) -> T:
     """``cls(**options)``, its own validation reported as a problem of this key."""
     try:
@@ -312,5 +325,7 @@ KEYS: Final[tuple[Key, ...]] = (
     ),
     Key("max_workers", "max_workers", lambda v: count(v, 1), "agent"),
     Key("max_abandoned", "max_abandoned", lambda v: count(v, 1), "agent"),
+    Key("store", "store", _store, "agent"),
+    Key("store_unavailable", "store_unavailable", lambda v: choice(v, STORE_FAIL_MODES), "agent"),
 )
 """Every key of ``[agent]`` and ``[tools."NAME"]``: a new setting is one more entry."""

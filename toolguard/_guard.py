@@ -212,7 +212,12 @@ class Guard:
         attempts: int = 1,
     ) -> ToolResult:
         """Async :meth:`failed`: async handlers are awaited."""
-        failure = Failure(error, call, name, resolved, step, attempts)
+        if step is not None and step.remote:  # a store's step: its round trips awaited
+            await step.abefore(error, name, resolved)
+            failure = Failure(error, call, name, resolved, step, attempts)
+            await step.aafter(error)
+        else:
+            failure = Failure(error, call, name, resolved, step, attempts)
         for setting in failure.chain:
             handler, context = setting.value, failure.context(setting)
             try:
@@ -349,7 +354,10 @@ class Guard:
         except Exception as error:  # noqa: BLE001 - as above
             return await self.afailed(error, call, resolved, rules.name, step)
         if step is not None:
-            step.finished(rules.name, resolved.breaker, None)
+            if step.remote:
+                await step.afinished(rules.name, resolved.breaker, None)
+            else:
+                step.finished(rules.name, resolved.breaker, None)
         return self.succeeded(call, rules.name, content, artifact, resolved, value)
 
     def admit(self, call: ToolCall, step: Step) -> ToolResult | None:
@@ -361,4 +369,17 @@ class Guard:
             step.check_breaker(rules.name, resolved.breaker)
         except ToolUnavailable as unavailable:
             return self.failed(unavailable, call, resolved, rules.name, step)
+        return None
+
+    async def aadmit(self, call: ToolCall, step: Step) -> ToolResult | None:
+        """Async :meth:`admit` (a store's step is awaited)."""
+        rules = self.rules(shown(call.name))
+        resolved = self.resolved(rules)
+        try:
+            if step.remote:
+                await step.acheck_breaker(rules.name, resolved.breaker)
+            else:
+                step.check_breaker(rules.name, resolved.breaker)
+        except ToolUnavailable as unavailable:
+            return await self.afailed(unavailable, call, resolved, rules.name, step)
         return None

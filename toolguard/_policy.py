@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import typing
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -36,6 +37,8 @@ __all__ = [
     "POLICY_FIELDS",
     "RETURN_DIRECT_MODES",
     "SCALAR_FIELDS",
+    "STORE_FAIL_MODES",
+    "STORE_SCHEMES",
     "UNSET",
     "AgentPolicy",
     "ExhaustedMode",
@@ -46,6 +49,7 @@ __all__ = [
     "ReturnDirectMode",
     "ToolPolicy",
     "Unset",
+    "check_store",
     "policy_from_options",
 ]
 
@@ -345,6 +349,40 @@ def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
         raise ValueError(f"return_direct_mode={value!r} is not allowed; use 'any' or 'all'")
 
 
+STORE_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+STORE_FAIL_MODES: Final = ("fail-open", "fail-closed")
+
+
+def _check_store(instance: Any, attribute: Any, value: Any) -> None:
+    if value is UNSET or value == "memory":
+        return
+    if isinstance(value, str) and value.startswith("env:") and value[4:].isidentifier():
+        return
+    if not isinstance(value, str) or not value.startswith(STORE_SCHEMES):
+        raise ValueError(
+            f"store={value!r} is not allowed; use 'memory', a Redis URL "
+            "('redis://host:6379/0', 'rediss://...', 'unix://...'), or 'env:NAME' (the URL "
+            "is in that environment variable)"
+        )
+    if urllib.parse.urlsplit(value).password:
+        raise ValueError(
+            "store: a URL with a password does not belong in a policy (explain shows it); "
+            "use 'env:NAME', naming an environment variable that holds the URL"
+        )
+
+
+def check_store(value: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is what ``store`` accepts."""
+    _check_store(None, None, value)
+
+
+def _check_fail_mode(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not UNSET and value not in STORE_FAIL_MODES:
+        raise ValueError(
+            f"store_unavailable={value!r} is not allowed; use 'fail-open' or 'fail-closed'"
+        )
+
+
 def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(f"{attribute.name}={value!r} is not allowed; use a positive int")
@@ -354,6 +392,8 @@ AGENT_DEFAULTS: Final[dict[str, Any]] = {
     "return_direct_mode": "any",
     "max_workers": 32,
     "max_abandoned": 4,
+    "store": "memory",
+    "store_unavailable": "fail-open",
 }
 """The built-in values of the agent's own settings (see :class:`AgentPolicy`)."""
 
@@ -380,4 +420,8 @@ class AgentPolicy:
     return_direct_mode: ReturnDirectMode | Unset = attrs.field(default=UNSET, validator=_check_mode)
     max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
     max_abandoned: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
+    # where sessions keep budgets and breakers (toolguard.stores): "memory", or a Redis
+    # URL for the sessions a dispatcher makes without store=; and its failure mode
+    store: str | Unset = attrs.field(default=UNSET, validator=_check_store)
+    store_unavailable: str | Unset = attrs.field(default=UNSET, validator=_check_fail_mode)
     source: str | None = None

@@ -307,7 +307,10 @@ class Runner:
             else:
                 args, kwargs = entry.arguments.bind(call, context, framework_values)
             if breaker is not None:
-                report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+                if step.remote:  # type: ignore[union-attr]  # a store's step: awaited
+                    report = await step.acheck_breaker(entry.name, breaker)  # type: ignore[union-attr]
+                else:
+                    report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
             try:
                 if direct:
                     value = entry.function(*args, **kwargs)
@@ -331,7 +334,10 @@ class Runner:
             attempts = counter.count if counter is not None else 1
             return await self.guard.afailed(error, call, resolved, entry.name, step, attempts)
         if report:  # a success after failures: the breaker counts it
-            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+            if step.remote:  # type: ignore[union-attr]
+                await step.afinished(entry.name, breaker, None)  # type: ignore[union-attr]
+            else:
+                step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
         if plan.plain:
             return success(call.id, entry.name, content, artifact, value)
         return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)

@@ -9,6 +9,7 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from typing import Any, Final
 from toolguard._policy import ToolPolicy
 from toolguard._rounds import Rounds
 from toolguard._runner import Runner
-from toolguard._steps import SessionState, ToolState
+from toolguard._steps import Opens, SessionState, ToolState
 from toolguard._values import Round, ToolCall, ToolResult
 
 __all__ = ["MAX_SESSIONS", "SESSION_TTL", "Session", "Sessions"]
@@ -34,11 +35,13 @@ class Session:
         *,
         id: str | None = None,
         clock: Callable[[], float] | None = None,
+        store: Opens | None = None,
     ) -> None:
         self.id = id
+        self.store = store
         self._runner = runner
         self._rounds = rounds
-        self._state = SessionState(clock=clock)
+        self._state = SessionState(clock=clock) if store is None else store.open(id, clock=clock)
 
     # --- the dispatcher's API, one model step per call ---------------------------
 
@@ -67,7 +70,7 @@ class Session:
         step: str | None = None,
     ) -> ToolResult:
         """``Dispatcher.adispatch`` as one step of this conversation (or of ``step``)."""
-        state = self._state.step(step)
+        state = self._state.astep(step)
         return await self._runner.adispatch(call, policy, context, state, offload, framework_values)
 
     def run(
@@ -90,7 +93,7 @@ class Session:
         step: str | None = None,
     ) -> Round:
         """``Dispatcher.arun``: the round is one step of this conversation (or of ``step``)."""
-        return await self._rounds.arun(list(calls), policy, context, self._state.step(step))
+        return await self._rounds.arun(list(calls), policy, context, self._state.astep(step))
 
     # --- tools another framework runs (the in-place integrations) ---------------------
 
@@ -102,6 +105,10 @@ class Session:
         in): calls with the same ``step`` count once against a model-retry budget.
         """
         return self._runner.guard.admit(call, self._state.step(step))
+
+    async def aadmit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
+        """Async :meth:`admit` (what a session on an asyncio store must use)."""
+        return await self._runner.guard.aadmit(call, self._state.astep(step))
 
     def handle_error(
         self,
@@ -127,7 +134,7 @@ class Session:
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
         return await self._runner.guard.ahandle_error(
-            call, error, policy=policy, step=self._state.step(step)
+            call, error, policy=policy, step=self._state.astep(step)
         )
 
     def handle_result(
@@ -154,7 +161,7 @@ class Session:
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
         return await self._runner.guard.ahandle_result(
-            call, value, policy=policy, step=self._state.step(step)
+            call, value, policy=policy, step=self._state.astep(step)
         )
 
     def state(self, tool: str) -> ToolState:
@@ -164,6 +171,14 @@ class Session:
     def reset(self, tool: str | None = None) -> None:
         """Forget budgets and close breakers: for one tool, or all of them."""
         self._state.reset(tool)
+
+    async def astate(self, tool: str) -> ToolState:
+        """Async :meth:`state` (what a session on an asyncio store must use)."""
+        return await self._state.astate(tool)
+
+    async def areset(self, tool: str | None = None) -> None:
+        """Async :meth:`reset`."""
+        await self._state.areset(tool)
 
 
 SESSION_TTL: Final = 3600.0  # seconds a named session is kept while idle
@@ -176,11 +191,13 @@ class Sessions:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._by_id: OrderedDict[str, tuple[Session, float]] = OrderedDict()
+        self._by_id: OrderedDict[str | tuple[int, str], tuple[Session, float]] = OrderedDict()
 
-    def get(self, id: str, make: Callable[[], Session]) -> Session:
+    def get(self, id: str, make: Callable[[], Session], store: object = None) -> Session:
+        """The session ``id`` (in ``store``: the same id in two stores is two sessions)."""
         if not isinstance(id, str) or not id:
             raise TypeError(f"session(id=...) takes a non-empty str, got {id!r}")
+        key: str | tuple[int, str] = id if store is None else (builtins.id(store), id)
         now = self._clock()
         with self._lock:
             while self._by_id:  # the least recently used first: drop the idle ones
@@ -188,7 +205,7 @@ class Sessions:
                 if now - used < SESSION_TTL and len(self._by_id) < MAX_SESSIONS:
                     break
                 del self._by_id[oldest]
-            found = self._by_id.pop(id, None)
+            found = self._by_id.pop(key, None)
             session = found[0] if found is not None else make()
-            self._by_id[id] = (session, now)
+            self._by_id[key] = (session, now)
         return session

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -30,11 +30,45 @@ from toolguard.errors import (
     UnknownTool,
 )
 
-__all__ = ["SessionState", "Step", "ToolState"]
+__all__ = [
+    "NEUTRAL",
+    "Opens",
+    "SessionState",
+    "Step",
+    "ToolState",
+    "exhausted",
+    "unavailable",
+]
 
 # Outcomes that say nothing about whether the tool works: it did not run, or the
 # model asked wrongly. They neither trip nor reset a breaker.
-_NEUTRAL = (InvalidArguments, UnknownTool, ToolUnavailable, RetryWithFeedback)
+NEUTRAL: Final = (InvalidArguments, UnknownTool, ToolUnavailable, RetryWithFeedback)
+_NEUTRAL = NEUTRAL
+
+
+def unavailable(tool: str, breaker: Breaker, retry_after: float) -> ToolUnavailable:
+    """What the model is told while ``tool``'s breaker is open (every store says this)."""
+    return ToolUnavailable(
+        f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
+        f"Do not call it again for about {retry_after:.0f} s; use another tool or tell "
+        "the user.",
+        tool=tool,
+        retry_after=retry_after,
+    )
+
+
+def exhausted(error: RetryWithFeedback, tool: str, used: int, limit: int) -> Exception:
+    """The error the handler chain sees after a ``RetryWithFeedback`` counted as number
+    ``used`` of ``limit``: the same one with its counts, or ``ModelRetriesExhausted``."""
+    if used <= limit:
+        error.attempt, error.limit = used, limit
+        return error
+    spent = ModelRetriesExhausted(
+        f"The tool '{tool}' was called incorrectly too many times ({limit} retries are "
+        "allowed in this conversation). Stop calling it and tell the user what went wrong."
+    )
+    spent.__cause__ = error
+    return spent
 
 
 @attrs.frozen
@@ -86,6 +120,8 @@ class SessionState:
                 self._keyed.move_to_end(key)
         return step
 
+    astep = step  # the async methods' spelling: a store of asyncio clients has only this one
+
     def state(self, tool: str) -> ToolState:
         """What this conversation remembers about ``tool``."""
         with self._lock:
@@ -94,6 +130,14 @@ class SessionState:
             if record.opened_at is not None:
                 open_until = record.opened_at + record.cooldown
             return ToolState(record.model_retries, record.failures, open_until)
+
+    async def astate(self, tool: str) -> ToolState:
+        """Async :meth:`state` (a store's state awaits its server; this one does not)."""
+        return self.state(tool)
+
+    async def areset(self, tool: str | None = None) -> None:
+        """Async :meth:`reset`."""
+        self.reset(tool)
 
     def reset(self, tool: str | None = None) -> None:
         """Forget budgets and close breakers: for one tool, or all of them."""
@@ -105,10 +149,54 @@ class SessionState:
         emit("info", "session_reset", tool=tool)
 
 
+class Opens(Protocol):
+    """A store, as a session sees it: it opens a session's state (``toolguard.stores``)."""
+
+    @property
+    def name(self) -> str:
+        """What ``explain`` calls it ("memory", "redis")."""
+        ...
+
+    @property
+    def on_unavailable(self) -> str:
+        """ "fail-open" or "fail-closed"."""
+        ...
+
+    def open(self, id: str | None, *, clock: Callable[[], float] | None = None) -> SessionState:
+        """The state of the session ``id`` (a new one for ``None``)."""
+        ...
+
+    def describe(self) -> str:
+        """One line for ``explain``."""
+        ...
+
+
 class Step:
-    """One model step of a session: what the dispatcher consults for each call."""
+    """One model step of a session: what the dispatcher consults for each call.
+
+    ``remote`` is false for the in-process state: the async pipeline then calls the
+    same methods as the sync one. A store's step (``toolguard.stores``) sets it, and
+    the async pipeline awaits its twins (``acheck_breaker``, ``afinished``, and
+    ``abefore``/``aafter`` around a failure) instead.
+    """
 
     __slots__ = ("counted", "number", "session")
+    remote: bool = False
+
+    # the async twins a store's step overrides (the pipeline awaits them when remote)
+    async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
+        return self.check_breaker(tool, breaker)
+
+    async def afinished(
+        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool = False
+    ) -> None:
+        self.finished(tool, breaker, error, visible=visible)
+
+    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> None:
+        """Before the async path builds a failure (a store spends the budget here)."""
+
+    async def aafter(self, error: Exception) -> None:
+        """After the async path built a failure (a store records the outcome here)."""
 
     def __init__(self, session: SessionState, number: int) -> None:
         self.session = session
@@ -145,13 +233,7 @@ class Step:
             retry_after = max(0.0, breaker.cooldown - waited)
             if lease is not None:  # another call holds the trial
                 retry_after = max(retry_after, lease - now)
-        raise ToolUnavailable(
-            f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
-            f"Do not call it again for about {retry_after:.0f} s; use another tool or tell "
-            "the user.",
-            tool=tool,
-            retry_after=retry_after,
-        )
+        raise unavailable(tool, breaker, retry_after)
 
     def finished(
         self,
@@ -217,12 +299,4 @@ class Step:
                 counted[tool] = record
                 record.model_retries += 1
             used = record.model_retries
-        if used <= limit:
-            error.attempt, error.limit = used, limit
-            return error
-        exhausted = ModelRetriesExhausted(
-            f"The tool '{tool}' was called incorrectly too many times ({limit} retries are "
-            "allowed in this conversation). Stop calling it and tell the user what went wrong."
-        )
-        exhausted.__cause__ = error
-        return exhausted
+        return exhausted(error, tool, used, limit)
