@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -32,12 +32,21 @@ from crewai.tools import BaseTool
 from crewai.tools import tool as crew_tool
 from pydantic import PrivateAttr
 
-from toolguard import Breaker, Dispatcher, ToolError, ToolPolicy, load_policy, tool
+from toolguard import (
+    Breaker,
+    Dispatcher,
+    Injected,
+    InjectedCallId,
+    ToolError,
+    ToolPolicy,
+    load_policy,
+    tool,
+)
 from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.crewai import as_crewai_tool, as_crewai_tools, guard
 
-from ..test_bad_input import CASES, Shop, decode, refund, runs, search_orders
+from ..test_bad_input import CASES, Shop, decode, runs, search_orders
 
 # CrewAI's own warnings, not toolguard's: it estimates tokens for a model without a
 # tokenizer; an Agent reads its own deprecated fields (``function_calling_llm``,
@@ -389,6 +398,28 @@ def test_a_framework_parameter_is_refused_crewai_injects_nothing() -> None:
         as_crewai_tool(needs_context)
 
 
+@tool
+def wants_call_id(x: int, call_id: Annotated[str, InjectedCallId]) -> int:
+    """Needs the call id."""
+    return x
+
+
+@tool
+def wants_context(x: int, user: Annotated[str, Injected]) -> int:
+    """Needs application context."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("guarded", "parameter"), [(wants_call_id, "'call_id'"), (wants_context, "'user'")]
+)
+def test_call_ids_and_application_context_which_crewai_never_hands_over_are_refused(
+    guarded: Any, parameter: str
+) -> None:
+    with pytest.raises(ToolDefinitionError, match=parameter):
+        as_crewai_tool(guarded)
+
+
 # --- the bad-input corpus through a crew ------------------------------------------------
 
 
@@ -409,7 +440,25 @@ def _through_crewai(case: dict[str, Any]) -> bool:
     return True
 
 
-CORPUS_CASES = [case for case in CASES if _through_crewai(case)]
+@tool(name="refund")
+def refund_here(order_id: int, reason: str) -> str:
+    """Refund an order (the corpus' refund, without the injected parameters the
+    framework cannot supply).
+
+    Args:
+        order_id: The order to refund.
+        reason: Why, in the customer's words.
+    """
+    runs.append("refund")
+    return f"refunded {order_id}"
+
+
+# The corpus' attempts to set refund's injected parameters: this refund has none.
+INJECTED_CASES = {"inject-context", "inject-call-id"}
+
+CORPUS_CASES = [
+    case for case in CASES if _through_crewai(case) and case["id"] not in INJECTED_CASES
+]
 
 
 def test_the_bad_input_corpus_through_a_crew_is_answered_bounded() -> None:
@@ -420,7 +469,7 @@ def test_the_bad_input_corpus_through_a_crew_is_answered_bounded() -> None:
     ]
     llm = ScriptedLLM.playing([calls, "done"])
     runs.clear()
-    kickoff(as_crewai_tools(Dispatcher([refund, search_orders, Shop().buy])), llm)
+    kickoff(as_crewai_tools(Dispatcher([refund_here, search_orders, Shop().buy])), llm)
     answers = llm.tool_messages()
     assert set(answers) == {call_id for _, _, call_id in calls}
     for (_, _, call_id), case in zip(calls, CORPUS_CASES, strict=True):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from llama_index.core.agent.workflow import AgentOutput, FunctionAgent, ReActAgent
@@ -26,6 +26,8 @@ from pydantic_ai import RunContext
 from toolguard import (
     Dispatcher,
     Image,
+    Injected,
+    InjectedCallId,
     Output,
     RetryWithFeedback,
     Text,
@@ -43,7 +45,7 @@ from toolguard.integrations.llama_index import (
     guard,
 )
 
-from ..test_bad_input import CASES, Shop, decode, refund, runs, search_orders
+from ..test_bad_input import CASES, Shop, decode, runs, search_orders
 
 # LlamaIndex's workflows list an agent's members with inspect.getmembers, which
 # touches pydantic's deprecated attributes (``__fields__``, ``model_fields`` on an
@@ -484,6 +486,28 @@ async def test_memory_holds_every_call_and_its_answer() -> None:
     assert answered == ["c1", "c2"]
 
 
+@tool
+def wants_call_id(x: int, call_id: Annotated[str, InjectedCallId]) -> int:
+    """Needs the call id."""
+    return x
+
+
+@tool
+def wants_context(x: int, user: Annotated[str, Injected]) -> int:
+    """Needs application context."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("guarded", "parameter"), [(wants_call_id, "'call_id'"), (wants_context, "'user'")]
+)
+def test_call_ids_and_application_context_which_llamaindex_never_hands_over_are_refused(
+    guarded: Any, parameter: str
+) -> None:
+    with pytest.raises(ToolDefinitionError, match=parameter):
+        as_llama_index_tool(guarded)
+
+
 # --- the bad-input corpus through LlamaIndex's agent ------------------------------------
 
 
@@ -497,7 +521,25 @@ def _through_llama_index(case: dict[str, Any]) -> bool:
     )
 
 
-CORPUS_CASES = [case for case in CASES if _through_llama_index(case)]
+@tool(name="refund")
+def refund_here(order_id: int, reason: str) -> str:
+    """Refund an order (the corpus' refund, without the injected parameters the
+    framework cannot supply).
+
+    Args:
+        order_id: The order to refund.
+        reason: Why, in the customer's words.
+    """
+    runs.append("refund")
+    return f"refunded {order_id}"
+
+
+# The corpus' attempts to set refund's injected parameters: this refund has none.
+INJECTED_CASES = {"inject-context", "inject-call-id"}
+
+CORPUS_CASES = [
+    case for case in CASES if _through_llama_index(case) and case["id"] not in INJECTED_CASES
+]
 
 
 async def test_the_bad_input_corpus_through_a_function_agent_is_answered_bounded() -> None:
@@ -507,7 +549,7 @@ async def test_the_bad_input_corpus_through_a_function_agent_is_answered_bounded
         for index, case in enumerate(CORPUS_CASES)
     ]
     script = Script([calls, "done"])
-    tools = as_llama_index_tools(Dispatcher([refund, search_orders, Shop().buy]))
+    tools = as_llama_index_tools(Dispatcher([refund_here, search_orders, Shop().buy]))
     runs.clear()
     await run(tools, script)
     answers = script.tool_messages()

@@ -207,6 +207,16 @@ class ToolguardCrewTool(BaseTool):
                 "the model's arguments; drop the parameter, or run the tool through "
                 f"toolguard.integrations for {first.framework}"
             )
+        arguments = guarded.spec.arguments
+        for kind, params in (
+            ("the call id", arguments.call_id_params),
+            ("application context", arguments.context_params),
+        ):
+            if params:
+                raise ToolDefinitionError(
+                    f"tool {name!r} takes {kind} (parameter {params[0]!r}), which CrewAI "
+                    "does not hand a tool; drop the parameter"
+                )
         made = cls(
             name=name,
             description=guarded.description or name,

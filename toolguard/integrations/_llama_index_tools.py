@@ -273,6 +273,16 @@ class ToolguardFunctionTool(_Answering):
                 f"{first.name!r}), which LlamaIndex cannot supply; run it through "
                 f"toolguard.integrations for {first.framework}, or drop the parameter"
             )
+        arguments = guarded.spec.arguments
+        for kind, params in (
+            ("the call id", arguments.call_id_params),
+            ("application context", arguments.context_params),
+        ):
+            if params:
+                raise ToolDefinitionError(
+                    f"tool {name!r} takes {kind} (parameter {params[0]!r}), which "
+                    "LlamaIndex does not hand a tool; take the workflow Context instead"
+                )
         self._dispatcher = dispatcher
         self._context_params = tuple(p.name for p in framework)
         self._offload = not guarded.spec.is_async
