@@ -312,6 +312,14 @@ def script_answers_all(script: Script, ids: set[str]) -> bool:
     )
 
 
+def test_settings_that_cannot_apply_to_a_tool_llama_index_runs_are_refused() -> None:
+    dispatcher = Dispatcher(
+        [], external_tools=["lookup_order"], overrides={"lookup_*": ToolPolicy(timeout=3)}
+    )
+    with pytest.raises(ToolDefinitionError, match="timeout"):
+        guard(app_tools(), dispatcher)
+
+
 async def test_guard_under_a_react_agent() -> None:
     """ReActAgent: the model writes its action as text; the observation is toolguard's."""
     texts = iter(

@@ -47,6 +47,7 @@ SESSION_KEY: Final = "toolguard_session_id"
 conversation: the same ``Context`` across runs is the same session (the id is a
 plain string, so it survives ``ctx.to_dict()``/``Context.from_dict``)."""
 
+_NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 _CTX: Final = "_toolguard_ctx"  # the parameter the agent fills with its Context
 
 # (tool, stop?) for the call the current task just ran; see the module docstring.
@@ -199,6 +200,13 @@ class GuardedTool(_Answering):
         inner = tool.metadata
         if inner.name is None:
             raise ToolDefinitionError(f"{tool!r} has no name; give its ToolMetadata a name")
+        chain = dispatcher.explain(inner.name, foreign=True)
+        set_here = [k for k in _NOT_RUN if getattr(chain.get(k), "level", "builtin") != "builtin"]
+        if set_here:
+            raise ToolDefinitionError(
+                f"{', '.join(set_here)} for {inner.name!r} cannot apply: LlamaIndex runs this "
+                "tool, not toolguard; write it with @tool and as_llama_index_tool instead"
+            )
         self._inner = tool
         self._async_inner: AsyncBaseTool = adapt_to_async_tool(tool)
         self._inner_ctx = getattr(tool, "ctx_param_name", None) if _takes_ctx(tool) else None
