@@ -35,6 +35,9 @@ FRAMEWORK_MARKERS: Final[dict[str, str]] = {
     # Google ADK, Strands, LlamaIndex
     "google.adk.tools.tool_context.ToolContext": "google-adk",
     "strands.types.tools.ToolContext": "strands",
+    # LlamaIndex's workflow Context (from the llama-index-workflows package; older
+    # llama-index-core defined it itself)
+    "workflows.context.context.Context": "llama-index",
     "llama_index.core.workflow.context.Context": "llama-index",
 }
 """Qualified class name -> the framework whose injection type it is."""
