@@ -33,8 +33,13 @@ FRAMEWORK_MARKERS: Final[dict[str, str]] = {
     "mcp.server.mcpserver.context.Context": "mcp",
     "fastmcp.server.context.Context": "fastmcp",
     # Google ADK, Strands, LlamaIndex
+    # Google ADK: ToolContext is a class of its own in 1.x, an alias of the
+    # unified agents Context (as CallbackContext is) in 2.x
     "google.adk.tools.tool_context.ToolContext": "google-adk",
+    "google.adk.agents.context.Context": "google-adk",
+    # Strands: ToolContext, and the Agent a decorated tool may ask for
     "strands.types.tools.ToolContext": "strands",
+    "strands.agent.agent.Agent": "strands",
     "llama_index.core.workflow.context.Context": "llama-index",
 }
 """Qualified class name -> the framework whose injection type it is."""
