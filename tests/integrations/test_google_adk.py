@@ -30,7 +30,6 @@ from google.adk.runners import InMemoryRunner
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
-from pydantic_ai import RunContext
 
 from toolguard import (
     Breaker,
@@ -481,9 +480,17 @@ async def test_converted_and_plain_tools_share_the_round_rule_under_the_plugin()
     assert len(model.requests) == 2 and not events[-1].actions.skip_summarization
 
 
+class RunContext:
+    """Stands in for Pydantic AI's ``RunContext``: injection types are matched by
+    qualified name, and this extra's environment has no Pydantic AI."""
+
+
+RunContext.__module__ = "pydantic_ai._run_context"
+
+
 def test_a_parameter_of_another_framework_fails_at_conversion() -> None:
     @tool
-    def needs_deps(ctx: RunContext[None], x: int) -> int:
+    def needs_deps(ctx: RunContext, x: int) -> int:
         return x
 
     with pytest.raises(ToolDefinitionError, match=r"'ctx'.*pydantic-ai"):

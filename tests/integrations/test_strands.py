@@ -21,7 +21,6 @@ import pytest
 pytest.importorskip("strands", reason="the strands extra is tested in its own environment")
 
 from pydantic import BaseModel
-from pydantic_ai import RunContext
 from strands import Agent
 from strands import tool as strands_tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
@@ -513,7 +512,7 @@ async def test_converted_return_direct_without_the_hooks_warns_once() -> None:
     assert len(model.requests) == 2
 
 
-async def test_an_interrupt_in_a_converted_tool_halts_the_agent() -> None:
+async def test_an_interrupt_in_a_converted_tool_halts_the_agent_and_resumes() -> None:
     @tool
     def approve(amount: int, tool_context: ToolContext) -> str:
         """Ask a human.
@@ -523,15 +522,30 @@ async def test_an_interrupt_in_a_converted_tool_halts_the_agent() -> None:
         """
         return f"approved: {tool_context.interrupt('approval', reason={'amount': amount})}"
 
-    model, _, result = await run(
+    model, agent, result = await run(
         as_strands_tools(Dispatcher([approve])), [[use("approve", "c1", amount=5)], say("x")]
     )
     assert result.stop_reason == "interrupt" and len(model.requests) == 1
+    [interrupt] = result.interrupts
+    model.script = [say("approved, thanks")]
+    resumed = await agent.invoke_async(
+        [{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}]
+    )
+    assert str(resumed).strip() == "approved, thanks"
+    assert text(model.results()[0]) == "approved: yes"
+
+
+class RunContext:
+    """Stands in for Pydantic AI's ``RunContext``: injection types are matched by
+    qualified name, and this extra's environment has no Pydantic AI."""
+
+
+RunContext.__module__ = "pydantic_ai._run_context"
 
 
 def test_a_parameter_of_another_framework_fails_at_conversion() -> None:
     @tool
-    def needs_deps(ctx: RunContext[None], x: int) -> int:
+    def needs_deps(ctx: RunContext, x: int) -> int:
         return x
 
     with pytest.raises(ToolDefinitionError, match=r"'ctx'.*pydantic-ai"):
