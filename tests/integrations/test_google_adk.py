@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,6 +48,10 @@ from toolguard.integrations.google_adk import (
     as_adk_tool,
     as_adk_tools,
 )
+
+# ADK 2.0 announces its experimental features with a UserWarning (the suite makes
+# warnings errors): not toolguard's behaviour, and gone in later releases.
+pytestmark = pytest.mark.filterwarnings(r"ignore:\[EXPERIMENTAL\] feature:UserWarning")
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"
@@ -372,6 +376,45 @@ async def test_a_nested_agents_llm_call_limit_is_control_flow() -> None:
 
     with pytest.raises(LlmCallsLimitExceededError):
         await run([nested], [[call("nested")], say("x")], plugin=ToolguardPlugin())
+
+
+def _chained() -> Exception:
+    try:
+        raise KeyError(SECRET)
+    except KeyError as cause:
+        error = ValueError("lookup failed")
+        error.__cause__ = cause
+        return error
+
+
+def _noted() -> Exception:
+    error = RuntimeError("failed")
+    error.add_note(SECRET)
+    return error
+
+
+SHAPES: dict[str, Callable[[], BaseException]] = {
+    "message": lambda: RuntimeError(SECRET),
+    "cause": _chained,
+    "note": _noted,
+    "group": lambda: ExceptionGroup("several", [OSError(SECRET), ValueError("x")]),
+    "type name": lambda: type("Hunter2PasswordError", (Exception,), {})("db down"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_no_shape_of_exception_leaks_its_secret_and_each_is_logged_once(
+    shape: str, logs: Logs
+) -> None:
+    def leaky(x: int) -> int:
+        """Fail."""
+        raise SHAPES[shape]()
+
+    model, _ = await run([leaky], [[call("leaky", x=1)], say("sorry")], plugin=ToolguardPlugin())
+    [response] = model.responses()
+    [event] = hidden_events(logs)
+    assert SECRET not in model.sent() and "Hunter2" not in model.sent()
+    assert event["error_id"] in response["error"]
 
 
 # --- toolguard tools as ADK tools --------------------------------------------------------

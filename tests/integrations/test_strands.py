@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -404,6 +404,52 @@ async def test_an_interrupt_in_a_plain_tool_halts_the_agent() -> None:
     )
     assert result.stop_reason == "interrupt" and len(model.requests) == 1
     assert [i.name for i in result.interrupts] == ["approval"]
+
+
+def _chained() -> Exception:
+    try:
+        raise KeyError(SECRET)
+    except KeyError as cause:
+        error = ValueError("lookup failed")
+        error.__cause__ = cause
+        return error
+
+
+def _noted() -> Exception:
+    error = RuntimeError("failed")
+    error.add_note(SECRET)
+    return error
+
+
+SHAPES: dict[str, Callable[[], BaseException]] = {
+    "message": lambda: RuntimeError(SECRET),
+    "cause": _chained,
+    "note": _noted,
+    "group": lambda: ExceptionGroup("several", [OSError(SECRET), ValueError("x")]),
+    "type name": lambda: type("Hunter2PasswordError", (Exception,), {})("db down"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_no_shape_of_exception_leaks_its_secret_and_each_is_logged_once(
+    shape: str, logs: Logs
+) -> None:
+    @strands_tool
+    def leaky(x: int) -> int:
+        """Fail.
+
+        Args:
+            x: A number.
+        """
+        raise SHAPES[shape]()
+
+    model, _, _ = await run(
+        [leaky], [[use("leaky", "c1", x=1)], say("sorry")], hooks=[ToolguardHooks()]
+    )
+    [result] = model.results()
+    [event] = hidden_events(logs)
+    assert SECRET not in model.sent() and "Hunter2" not in model.sent()
+    assert event["error_id"] in text(result)
 
 
 # --- toolguard tools as Strands tools ------------------------------------------------------

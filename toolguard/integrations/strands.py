@@ -481,7 +481,11 @@ def _call(tool_use: ToolUse) -> ToolCall:
 
 def _validation(error: Exception) -> bool:
     """A decorated tool's ``ValueError`` for input that failed its pydantic model."""
-    return isinstance(error, ValueError) and isinstance(error.__cause__, ValidationError)
+    return (
+        isinstance(error, ValueError)
+        and isinstance(error.__cause__, ValidationError)
+        and str(error).startswith("Validation failed for input parameters")
+    )
 
 
 def _unknown_tool(name: str, agent: Any) -> UnknownTool:
