@@ -27,6 +27,7 @@ from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.models.model import Model
 from strands.types.content import Messages
 from strands.types.exceptions import EventLoopException
+from strands.types.interrupt import InterruptResponseContent
 from strands.types.tools import ToolContext
 
 from toolguard import (
@@ -574,9 +575,10 @@ async def test_an_interrupt_in_a_converted_tool_halts_the_agent_and_resumes() ->
     assert result.stop_reason == "interrupt" and len(model.requests) == 1
     [interrupt] = result.interrupts
     model.script = [say("approved, thanks")]
-    resumed = await agent.invoke_async(
-        [{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}]
-    )
+    response: InterruptResponseContent = {
+        "interruptResponse": {"interruptId": interrupt.id, "response": "yes"}
+    }
+    resumed = await agent.invoke_async([response])
     assert str(resumed).strip() == "approved, thanks"
     assert text(model.results()[0]) == "approved: yes"
 
