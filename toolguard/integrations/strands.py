@@ -419,7 +419,11 @@ class ToolguardHooks(HookProvider):
         if not round_stops(stops, self.mode) or event.end_turn:
             return
         final = next(r for r, stop in zip(results, stops, strict=True) if stop)
-        event.end_turn = _final_message(final) or True
+        blocks = _final_message(final)
+        if all("text" in block for block in blocks):  # a str: what every release takes
+            event.end_turn = "".join(block["text"] for block in blocks) or True
+        else:  # images or documents: content blocks (strands-agents 1.56 and later)
+            event.end_turn = blocks
 
     async def _refused(self, event: AfterToolsEvent, result: ToolResult) -> None:
         """A call Strands answered itself, before the hooks: a name it refused (too long,
