@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -567,3 +569,15 @@ async def test_the_same_tool_three_ways_answers_alike_on_success() -> None:
         assert set(properties["properties"]) == {"order"}
         answers.append(model.responses())
     assert answers[0] == answers[1] == answers[2] == [{"result": "order 1 for u"}]
+
+
+def test_the_example_app_runs_offline_here_with_the_framework() -> None:
+    """examples/google_adk_app.py really runs where the extra is installed (it only prints a
+    note and exits 0 where it is not, as in the `all` environment)."""
+    script = Path(__file__).parents[2] / "examples" / "google_adk_app.py"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "skipped" not in done.stdout and "Logged once" in done.stdout
+    assert "hunter2" not in done.stdout.split("Logged once")[0]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -624,3 +626,15 @@ async def test_the_same_tool_three_ways_answers_alike_on_success() -> None:
         assert set(spec["inputSchema"]["json"]["properties"]) == {"order"}
         answers.append([(r["status"], text(r)) for r in model.results()])
     assert answers[0] == answers[1] == answers[2] == [("success", "order 1 (c1)")]
+
+
+def test_the_example_app_runs_offline_here_with_the_framework() -> None:
+    """examples/strands_app.py really runs where the extra is installed (it only prints a
+    note and exits 0 where it is not, as in the `all` environment)."""
+    script = Path(__file__).parents[2] / "examples" / "strands_app.py"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "skipped" not in done.stdout and "Logged once" in done.stdout
+    assert "hunter2" not in done.stdout.split("Logged once")[0]
