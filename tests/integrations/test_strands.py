@@ -30,7 +30,7 @@ from strands.models.model import Model
 from strands.types.content import Messages
 from strands.types.exceptions import EventLoopException
 from strands.types.interrupt import InterruptResponseContent
-from strands.types.tools import ToolContext
+from strands.types.tools import AgentTool, ToolContext, ToolSpec, ToolUse
 
 from toolguard import (
     Breaker,
@@ -194,6 +194,48 @@ async def test_a_plain_tools_secret_never_reaches_the_model_and_is_logged_once(
     assert event["error_id"] in text(result) and event["call_id"] == "c1"
     assert str(event["exc_info"]) == SECRET
     assert not [r for r in caplog.records if SECRET in r.getMessage() or r.exc_info]
+
+
+class RawLookup(AgentTool):
+    """A tool written against Strands' ``AgentTool`` directly (as module and MCP
+    tools are): Strands logs its failure with the traceback itself."""
+
+    @property
+    def tool_name(self) -> str:
+        return "raw_lookup"
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return {
+            "name": "raw_lookup",
+            "description": "Look up.",
+            "inputSchema": {"json": {"type": "object", "properties": {}}},
+        }
+
+    @property
+    def tool_type(self) -> str:
+        return "raw"
+
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
+        raise ConnectionError(SECRET)
+        yield
+
+
+async def test_strands_own_traceback_log_of_a_raw_tools_failure_is_dropped_under_the_hooks(
+    logs: Logs, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await run([RawLookup()], [[use("raw_lookup", "c1")], say("x")])
+    assert [r for r in caplog.records if r.exc_info], "Strands logs it without the hooks"
+    caplog.clear()
+    model, _, _ = await run(
+        [RawLookup()], [[use("raw_lookup", "c1")], say("x")], hooks=[ToolguardHooks()]
+    )
+    assert not [r for r in caplog.records if r.exc_info or SECRET in r.getMessage()]
+    [event] = hidden_events(logs)
+    assert event["error_id"] in text(model.results()[0]) and SECRET not in model.sent()
 
 
 async def test_a_visible_tool_error_reaches_the_model_intact(logs: Logs) -> None:

@@ -264,7 +264,7 @@ class ToolguardTool(AgentTool):
             yield ToolInterruptEvent(tool_use, [interrupt.interrupt])
             return
         if result.return_direct:
-            _decisions[call_id] = (True, result)
+            _remember(call_id, result)
             if not invocation_state.get(_GUARDED_MARK):
                 _warn_without_hooks(self._name)
         yield ToolResultEvent(_tool_result(call_id, result))
@@ -272,6 +272,13 @@ class ToolguardTool(AgentTool):
 
 _decisions: dict[str, tuple[bool, GuardResult | None]] = {}
 _warned: set[str] = set()
+
+
+def _remember(call_id: str, answer: GuardResult | None) -> None:
+    """A call that asks to stop, until its batch ends (the oldest forgotten first)."""
+    _decisions[call_id] = (True, answer)
+    while len(_decisions) > _DECISIONS_KEPT:
+        del _decisions[next(iter(_decisions))]
 
 
 def _warn_without_hooks(name: str) -> None:
@@ -447,11 +454,8 @@ class ToolguardHooks(HookProvider):
         result["content"] = _blocks(answer)
 
     def _record(self, call_id: str, stop: bool, answer: GuardResult | None) -> None:
-        if not stop:
-            return
-        _decisions[call_id] = (True, answer)
-        while len(_decisions) > _DECISIONS_KEPT:
-            del _decisions[next(iter(_decisions))]
+        if stop:
+            _remember(call_id, answer)
 
     def _return_direct(self, name: str) -> ReturnDirect:
         setting = self.dispatcher.explain(name, foreign=True)["return_direct"]
