@@ -32,9 +32,13 @@ FRAMEWORK_MARKERS: Final[dict[str, str]] = {
     # the MCP SDK's MCPServer, and the standalone FastMCP
     "mcp.server.mcpserver.context.Context": "mcp",
     "fastmcp.server.context.Context": "fastmcp",
-    # Google ADK, Strands, LlamaIndex
+    # Google ADK: ToolContext is a class of its own in 1.x, an alias of the
+    # unified agents Context (as CallbackContext is) in 2.x
     "google.adk.tools.tool_context.ToolContext": "google-adk",
+    "google.adk.agents.context.Context": "google-adk",
+    # Strands: ToolContext, and the Agent a decorated tool may ask for
     "strands.types.tools.ToolContext": "strands",
+    "strands.agent.agent.Agent": "strands",
     # LlamaIndex's workflow Context (from the llama-index-workflows package; older
     # llama-index-core defined it itself)
     "workflows.context.context.Context": "llama-index",
