@@ -79,3 +79,17 @@ def test_a_marker_not_right_before_a_block_is_a_mistake() -> None:
                 assert following.startswith("```python"), (
                     f"{_name(page)}:{number + 1}: a marker must be followed by a ```python block"
                 )
+
+
+GUIDES = ("langchain", "langchain4j", "openai-agents", "pydantic-ai", "fastmcp")
+
+
+@pytest.mark.parametrize("name", GUIDES)
+def test_each_migration_guide_has_a_table_and_an_app_before_and_after(name: str) -> None:
+    """docs/migrating/<framework>.md: old API -> toolguard, then a before and an after
+    app; the after app is a python block, so the test above runs it."""
+    text = (ROOT / "docs" / "migrating" / f"{name}.md").read_text()
+    assert "| --- | --- |" in text
+    before, after = text.split("\n## Before")[1].split("\n## After")
+    assert "```" in before
+    assert any(marker is None for _, _, marker in blocks(after))

@@ -121,3 +121,12 @@ def test_the_demos_try_lines_work_as_printed(number: int, tmp_path: Path) -> Non
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip()
+
+
+def test_demo_help_says_what_the_demo_does() -> None:
+    """`toolguard demo --help` describes the tour, not just its usage line."""
+    completed = subprocess.run(
+        [str(TOOLGUARD), "demo", "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "scripted agent conversation" in completed.stdout
+    assert "toolguard._demo:agent" in completed.stdout

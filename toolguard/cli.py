@@ -260,7 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = commands.add_parser(
-        "demo", help="a scripted agent conversation under two presets (offline)"
+        "demo",
+        help="a scripted agent conversation under two presets (offline)",
+        description="Show three tools' code, then run one scripted agent conversation "
+        "(no network, no LLM) under the development and production presets: the "
+        "model's arguments before each call, what the model is told, what the log "
+        "gets. Ends with commands to try on the demo's agent, toolguard._demo:agent.",
     )
     demo.set_defaults(run=_demo)
 
