@@ -102,18 +102,19 @@ def test_the_demo_shows_every_outcome() -> None:
 
 def _try_lines(out: str) -> list[str]:
     _, tail = out.split("\nTry (")
-    return [line.strip() for line in tail.splitlines()[1:] if line.startswith("  toolguard ")]
+    return [line.strip() for line in tail.splitlines()[1:] if line.startswith("  ")]
 
 
 @pytest.mark.parametrize("number", range(4))
 def test_the_demos_try_lines_work_as_printed(number: int, tmp_path: Path) -> None:
-    """Each command the demo closes with runs as printed, from any directory, and exits 0."""
+    """Each command the demo closes with runs as printed (the program named as the demo
+    was started, so no venv needs activating), from any directory, and exits 0."""
     lines = _try_lines(_demo())
     assert len(lines) == 4
     argv = shlex.split(lines[number])
-    assert argv[0] == "toolguard"
+    assert argv[0] == str(TOOLGUARD)  # started as .../bin/toolguard: printed so
     completed = subprocess.run(
-        [str(TOOLGUARD), *argv[1:]],
+        argv,
         capture_output=True,
         text=True,
         timeout=60,
@@ -130,3 +131,21 @@ def test_demo_help_says_what_the_demo_does() -> None:
     )
     assert "scripted agent conversation" in completed.stdout
     assert "toolguard._demo:agent" in completed.stdout
+
+
+def test_every_install_line_names_the_toolguard_agents_distribution() -> None:
+    """`toolguard` on PyPI is another project: no install line may name it."""
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")]
+    files += sorted((ROOT / "examples").rglob("*.py"))
+    lines = [
+        (path.name, line)
+        for path in files
+        for line in path.read_text().splitlines()
+        if re.search(r"pip install\s", line)
+    ]
+    assert lines
+    for name, line in lines:
+        targets = re.findall(r"pip install\s+(?:-[a-z]+\s+)*(\"[^\"]+\"|\S+)", line)
+        for target in targets:
+            target = target.strip('"`')
+            assert target.startswith(("toolguard-agents", ".")), (name, line)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import shlex
 import sys
 from typing import Any, Final, TextIO
 
@@ -108,12 +109,13 @@ SCRIPT: tuple[tuple[str, tuple[ToolCall, ...]], ...] = (
 
 PRESETS: Final = ("development", "production")
 TRY: Final = (
-    "toolguard explain toolguard._demo:agent --tool refund --policy development",
-    "toolguard explain toolguard._demo:agent --tool refund --policy production",
-    "toolguard check development production",
-    "toolguard schema toolguard._demo:agent --format openai",
+    "explain toolguard._demo:agent --tool refund --policy development",
+    "explain toolguard._demo:agent --tool refund --policy production",
+    "check development production",
+    "schema toolguard._demo:agent --format openai",
 )
-"""The commands the demo closes with; ``tests/test_readme.py`` runs each one."""
+"""The commands the demo closes with (after the program's name, printed as the demo was
+started: ``.venv/bin/toolguard`` stays that); ``tests/test_readme.py`` runs each one."""
 
 
 def _configure_logging(out: TextIO) -> None:
@@ -222,8 +224,12 @@ def _compare(runs: dict[str, list[ToolResult]], out: TextIO) -> None:
                 out.write(f"    {''.ljust(width)} {line}\n")
 
 
-def run(out: TextIO = sys.stdout) -> int:
-    """Run the tour; returns the process exit code."""
+def run(out: TextIO = sys.stdout, *, program: str = "toolguard") -> int:
+    """Run the tour; returns the process exit code.
+
+    ``program`` is how the closing commands name the ``toolguard`` command: as it was
+    started, so that they work as printed without activating a venv.
+    """
     _configure_logging(out)
     out.write(
         "toolguard demo: one scripted agent conversation (no network, no LLM), run under\n"
@@ -246,5 +252,5 @@ def run(out: TextIO = sys.stdout) -> int:
         "\nTry (the demo's agent is importable as toolguard._demo:agent):\n"
     )
     for command in TRY:
-        out.write(f"  {command}\n")
+        out.write(f"  {shlex.quote(program)} {command}\n")
     return 0

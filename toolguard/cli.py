@@ -43,7 +43,10 @@ _VALUE_WIDTH: Final = 60
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
     from toolguard import _demo
 
-    return _demo.run(out)
+    # the closing "Try:" commands name the program as it was started (.venv/bin/toolguard)
+    started = sys.argv[0] if sys.argv else ""
+    program = started if os.path.basename(started) == "toolguard" else "toolguard"
+    return _demo.run(out, program=program)
 
 
 # --- toolguard check FILE... -----------------------------------------------------------
