@@ -7,7 +7,10 @@ Anthropic, replace ``ScriptedClient()`` with ``anthropic.Anthropic()``.
 The three toolguard calls: ``tools()`` (declare), ``parse_calls()`` (tool_use blocks
 in), ``message()`` (one user message of tool_result blocks, with ``is_error``).
 
-Run: python examples/anthropic_loop.py
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e .
+    .venv/bin/python examples/anthropic_loop.py
 """
 
 from __future__ import annotations

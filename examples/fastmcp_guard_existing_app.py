@@ -8,9 +8,10 @@ instead: the client gets an error id, the cause is logged once (FastMCP's own
 traceback log of it is taken over, not repeated), and a ``ToolError`` stays visible.
 Run offline with FastMCP's in-memory client::
 
-    python examples/fastmcp_guard_existing_app.py
+    python3 -m venv .venv && .venv/bin/pip install -e ".[fastmcp]"
+    .venv/bin/python examples/fastmcp_guard_existing_app.py
 
-Needs ``pip install "toolguard-agents[fastmcp]"``.
+(Installed from PyPI: ``pip install "toolguard-agents[fastmcp]"``.)
 """
 
 from __future__ import annotations

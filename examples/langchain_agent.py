@@ -1,7 +1,11 @@
 """A LangChain ``create_agent`` agent whose tools answer through toolguard.
 
-Run: python examples/langchain_agent.py   (offline: the model is LangChain's fake
-chat model, playing a script of tool calls)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[langchain]"
+    .venv/bin/python examples/langchain_agent.py
+
+(offline: the model is LangChain's fake chat model, playing a script of tool calls)
 
 Two kinds of tools in one agent:
 

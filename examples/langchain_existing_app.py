@@ -1,7 +1,11 @@
 """An existing LangChain app, guarded by adding one line.
 
-Run: python examples/langchain_existing_app.py   (offline: the model is LangChain's
-fake chat model, playing a script of tool calls)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[langchain]"
+    .venv/bin/python examples/langchain_existing_app.py
+
+(offline: the model is LangChain's fake chat model, playing a script of tool calls)
 
 The app is written the LangChain way, and stays so: ``@tool`` functions, a
 ``ToolRuntime`` reading the run's context (the user) and the store, a tool that

@@ -5,9 +5,10 @@ SDK's ``Context`` (progress), a resource and a prompt, a structured return with
 an ``outputSchema``. The only toolguard line is ``middleware=[ToolguardMiddleware(...)]``.
 Run offline with the SDK's own in-process client::
 
-    python examples/mcp_guard_existing_server.py
+    python3 -m venv .venv && .venv/bin/pip install -e ".[mcp]"
+    .venv/bin/python examples/mcp_guard_existing_server.py
 
-Needs ``pip install "toolguard-agents[mcp]"``.
+(Installed from PyPI: ``pip install "toolguard-agents[mcp]"``.)
 """
 
 from __future__ import annotations

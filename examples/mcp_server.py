@@ -1,14 +1,16 @@
 """Serve toolguard tools over MCP and call them with the official MCP client.
 
 Offline and self-contained: the server runs in this process (the SDK's in-memory
-connection), so nothing is spawned and no network is used. Run it with::
+connection), so nothing is spawned and no network is used. Run it, from the root of a clone, with::
 
-    python examples/mcp_server.py
+    python3 -m venv .venv && .venv/bin/pip install -e ".[mcp]"
+    .venv/bin/python examples/mcp_server.py
 
 To serve the same tools to a real MCP host (Claude Desktop, an IDE, ...) over
-stdio, point it at ``toolguard serve-mcp examples.mcp_server:dispatcher``.
+stdio, point it at ``.venv/bin/toolguard serve-mcp examples.mcp_server:dispatcher`` (run from
+the root of the clone, so that ``examples`` is importable).
 
-Needs ``pip install "toolguard-agents[mcp]"``.
+(Installed from PyPI: ``pip install "toolguard-agents[mcp]"``.)
 """
 
 from __future__ import annotations

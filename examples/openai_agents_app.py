@@ -1,7 +1,12 @@
 """An existing OpenAI Agents SDK app, guarded by toolguard with one added line.
 
-Run: python examples/openai_agents_app.py   (offline: the model is the SDK's own
-``agents.testing.ScriptedModel`` playing a script of tool calls; tracing is off)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[openai-agents]"
+    .venv/bin/python examples/openai_agents_app.py
+
+(offline: the model is the SDK's own ``agents.testing.ScriptedModel`` playing a script
+of tool calls; tracing is off)
 
 The app is written in the SDK's own style: ``@function_tool`` functions taking the
 run's context (``RunContextWrapper[Shop]``), an input guardrail, ``Runner.run`` with a

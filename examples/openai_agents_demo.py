@@ -1,7 +1,12 @@
 """An OpenAI Agents SDK agent whose tools answer through toolguard.
 
-Run: python examples/openai_agents_demo.py   (offline: the model is the SDK's own
-``agents.testing.ScriptedModel`` playing a script of tool calls; tracing is off)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[openai-agents]"
+    .venv/bin/python examples/openai_agents_demo.py
+
+(offline: the model is the SDK's own ``agents.testing.ScriptedModel`` playing a script
+of tool calls; tracing is off)
 
 Changed lines, compared with plain ``@function_tool`` tools:
 ``tools=as_function_tools(guard)`` and ``tool_use_behavior=tool_use_behavior(guard)``.

@@ -7,7 +7,10 @@ OpenAI, replace ``ScriptedClient()`` with ``openai.OpenAI()``.
 The three toolguard calls: ``tools()`` (declare), ``parse_calls()`` (tool calls in),
 ``messages()`` (results out).
 
-Run: python examples/openai_loop.py
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e .
+    .venv/bin/python examples/openai_loop.py
 """
 
 from __future__ import annotations

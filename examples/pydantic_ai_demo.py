@@ -1,7 +1,11 @@
 """A Pydantic AI agent whose tools answer through toolguard.
 
-Run: python examples/pydantic_ai_demo.py   (offline: the model is Pydantic AI's
-``FunctionModel`` playing a script of tool calls)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[pydantic-ai]"
+    .venv/bin/python examples/pydantic_ai_demo.py
+
+(offline: the model is Pydantic AI's ``FunctionModel`` playing a script of tool calls)
 
 Changed lines, compared with plain Pydantic AI tools:
 ``tools=as_pydantic_ai_tools(guard)`` and ``capabilities=[ToolguardCapability(guard)]``.

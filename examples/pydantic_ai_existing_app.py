@@ -1,7 +1,11 @@
 """An existing Pydantic AI app, guarded by toolguard with one added line.
 
-Run: python examples/pydantic_ai_existing_app.py   (offline: the model is Pydantic
-AI's ``FunctionModel`` playing a script of tool calls)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[pydantic-ai]"
+    .venv/bin/python examples/pydantic_ai_existing_app.py
+
+(offline: the model is Pydantic AI's ``FunctionModel`` playing a script of tool calls)
 
 The app is written in Pydantic AI's own style: a ``deps`` dataclass, tools taking
 ``RunContext``, dynamic instructions, Pydantic AI's own ``ModelRetry``, a tool that

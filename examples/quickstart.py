@@ -1,6 +1,11 @@
 """The README's quickstart: decorate tools, dispatch a model's calls, read results.
 
-Run: python examples/quickstart.py   (offline; no LLM is called)
+Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e .
+    .venv/bin/python examples/quickstart.py
+
+(offline; no LLM is called)
 """
 
 from __future__ import annotations

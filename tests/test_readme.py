@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -36,17 +40,31 @@ def _log_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("  log |")]
 
 
+TOOLGUARD = Path(sys.executable).parent / "toolguard"
+
+
+@functools.cache
+def _demo() -> str:
+    completed = subprocess.run(
+        [str(TOOLGUARD), "demo"], capture_output=True, text=True, timeout=60, check=True
+    )
+    return completed.stdout
+
+
 def test_the_demo_shows_every_outcome() -> None:
     """Both runs show every outcome; they differ only in the hidden failure."""
-    toolguard = Path(sys.executable).parent / "toolguard"
-    completed = subprocess.run(
-        [str(toolguard), "demo"], capture_output=True, text=True, timeout=60, check=True
-    )
-    out = completed.stdout
-    _, rest = out.split("=== run 1 of 2: the 'development' preset ===\n")
+    out = _demo()
+    tools, rest = out.split("=== run 1 of 2: the 'development' preset ===\n")
+    # each tool's code is shown, so a reader sees which message came from a ToolError
+    assert "    def order_status(order_id: int) -> str:\n" in tools
+    assert '            raise ToolError(f"There is no order {order_id}.' in tools
+    assert "    @tool(return_direct=True)\n" in tools
     development, rest = rest.split("=== run 2 of 2: the 'production' preset ===\n")
     production, compared = rest.split("=== the two runs compared: what the model saw")
     for run in (development, production):
+        # the model's arguments, as it sent them, before each call; no one poses as the user
+        assert '  model calls refund with {"order": "42"}  (call_4)\n' in run
+        assert "user says" not in run
         assert "      shipped\n" in run  # success
         assert "      There is no order 9. Ask the user to check the number.\n" in run  # ToolError
         assert "      - 'order_id': missing required argument (an integer)\n" in run  # bad args
@@ -58,6 +76,9 @@ def test_the_demo_shows_every_outcome() -> None:
         assert run.index(event) < run.index(header)  # ...before the result quoting that id
         assert any("hunter2" in line for line in _log_lines(run))  # the cause is in the log...
         assert not any("hunter2" in line or "postgres" in line for line in _model_lines(run))
+        frames = [line for line in _log_lines(run) if line.lstrip(" log|").startswith("File ")]
+        assert frames  # the traceback shows the tool's own frames, and only those
+        assert all("_demo.py" in frame and "in refund" in frame for frame in frames), frames
     assert re.search(
         r"\[debug\s*\] tool_error_hidden .*handler=send_exception_message", development
     )
@@ -67,4 +88,64 @@ def test_the_demo_shows_every_outcome() -> None:
     assert re.search(rf"\[warning\s*\] tool_error_hidden .*error_id={ids[0]}", production)
     assert "refund ledger unavailable" not in "\n".join(_model_lines(production))
     assert "    development: refund ledger unavailable\n" in compared
-    assert f"    production:  The tool 'refund' failed (error id {ids[0]})." in compared
+    generic = (
+        f"    production:  The tool 'refund' failed (error id {ids[0]}). The details are hidden"
+        " from you. Do not retry the same call; try another approach, or tell the user and"
+        " quote the error id.\n"
+    )
+    assert generic in compared  # nothing is cut mid-message
+    assert not any(line.endswith("...") for line in _model_lines(out))
+    assert "on_error = generic_unless_visible(" in production
+    assert 'quote the error id.")\n' in production  # the handler's message, in full
+    assert "                 - 'order': unexpected argument" in compared  # every line
+
+
+def _try_lines(out: str) -> list[str]:
+    _, tail = out.split("\nTry (")
+    return [line.strip() for line in tail.splitlines()[1:] if line.startswith("  ")]
+
+
+@pytest.mark.parametrize("number", range(4))
+def test_the_demos_try_lines_work_as_printed(number: int, tmp_path: Path) -> None:
+    """Each command the demo closes with runs as printed (the program named as the demo
+    was started, so no venv needs activating), from any directory, and exits 0."""
+    lines = _try_lines(_demo())
+    assert len(lines) == 4
+    argv = shlex.split(lines[number])
+    assert argv[0] == str(TOOLGUARD)  # started as .../bin/toolguard: printed so
+    completed = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip()
+
+
+def test_demo_help_says_what_the_demo_does() -> None:
+    """`toolguard demo --help` describes the tour, not just its usage line."""
+    completed = subprocess.run(
+        [str(TOOLGUARD), "demo", "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "scripted agent conversation" in completed.stdout
+    assert "toolguard._demo:agent" in completed.stdout
+
+
+def test_every_install_line_names_the_toolguard_agents_distribution() -> None:
+    """`toolguard` on PyPI is another project: no install line may name it."""
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")]
+    files += sorted((ROOT / "examples").rglob("*.py"))
+    lines = [
+        (path.name, line)
+        for path in files
+        for line in path.read_text().splitlines()
+        if re.search(r"pip install\s", line)
+    ]
+    assert lines
+    for name, line in lines:
+        targets = re.findall(r"pip install\s+(?:-[a-z]+\s+)*(\"[^\"]+\"|\S+)", line)
+        for target in targets:
+            target = target.strip('"`')
+            assert target.startswith(("toolguard-agents", ".")), (name, line)

@@ -23,7 +23,14 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
 ``breaker_opened`` / ``breaker_closed``
     A session's circuit breaker for a tool changed state (WARNING / INFO).
 ``session_reset``
-    A session forgot its budgets and breakers (INFO).
+    A session forgot its budgets and breakers (INFO; ``tool`` when only one tool's).
+``tool_abandoned``
+    A timed-out attempt is left running on its worker thread (WARNING; ``tool``,
+    ``seconds``, ``still_running``).
+``mcp_call_aborted``
+    The MCP integrations only: a call ended by something that must propagate (a
+    ``BaseException``, control flow, a handler that raised) was answered with a
+    JSON-RPC error quoting an error id; logged once, at ERROR, with the exception.
 """
 
 from __future__ import annotations

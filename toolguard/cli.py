@@ -43,7 +43,10 @@ _VALUE_WIDTH: Final = 60
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
     from toolguard import _demo
 
-    return _demo.run(out)
+    # the closing "Try:" commands name the program as it was started (.venv/bin/toolguard)
+    started = sys.argv[0] if sys.argv else ""
+    program = started if os.path.basename(started) == "toolguard" else "toolguard"
+    return _demo.run(out, program=program)
 
 
 # --- toolguard check FILE... -----------------------------------------------------------
@@ -260,7 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = commands.add_parser(
-        "demo", help="a scripted agent conversation under two presets (offline)"
+        "demo",
+        help="a scripted agent conversation under two presets (offline)",
+        description="Show three tools' code, then run one scripted agent conversation "
+        "(no network, no LLM) under the development and production presets: the "
+        "model's arguments before each call, what the model is told, what the log "
+        "gets. Ends with commands to try on the demo's agent, toolguard._demo:agent.",
     )
     demo.set_defaults(run=_demo)
 
