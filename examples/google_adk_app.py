@@ -12,25 +12,22 @@ Offline: a scripted ``BaseLlm`` stands in for Gemini (ADK's own extension point
 for models). Run it: ``python examples/google_adk_app.py``.
 """
 
+# example-environment: google.adk
+
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
-try:
-    from google.adk.agents import LlmAgent
-    from google.adk.apps import App
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_request import LlmRequest
-    from google.adk.models.llm_response import LlmResponse
-    from google.adk.runners import InMemoryRunner
-    from google.adk.tools.tool_context import ToolContext
-    from google.genai import types
-except ImportError:  # the google-adk extra runs in its own environment
-    print('skipped: this example needs Google ADK: pip install "toolguard-agents[google-adk]"')
-    sys.exit(0)
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
 from pydantic import Field
 from structlog.testing import capture_logs

@@ -12,21 +12,18 @@ Offline: a scripted ``strands.models.Model`` stands in for Bedrock (Strands' own
 extension point for model providers). Run it: ``python examples/strands_app.py``.
 """
 
+# example-environment: strands
+
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
-try:
-    from strands import Agent, tool
-    from strands.models.model import Model
-    from strands.types.tools import ToolContext
-except ImportError:  # the strands extra runs in its own environment
-    print('skipped: this example needs Strands Agents: pip install "toolguard-agents[strands]"')
-    sys.exit(0)
+from strands import Agent, tool
+from strands.models.model import Model
+from strands.types.tools import ToolContext
 
 from structlog.testing import capture_logs
 

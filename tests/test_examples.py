@@ -2,7 +2,7 @@
 
 An example for a framework that cannot share this environment says so in a line of
 its own, ``# example-environment: crewai`` (the module it needs): it runs where that
-module is installed (its own environment, ``.ci/crewai``) and is left out elsewhere.
+module is installed (its own environment, ``.ci/extras``) and is left out elsewhere.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ def _runs_here(script: Path) -> bool:
     """False for an example marked for another environment whose module is missing."""
     for line in script.read_text(encoding="utf-8").splitlines():
         if line.startswith(MARKER):
-            return importlib.util.find_spec(line.removeprefix(MARKER).strip()) is not None
+            try:
+                return importlib.util.find_spec(line.removeprefix(MARKER).strip()) is not None
+            except ModuleNotFoundError:  # "google.adk" without even "google"
+                return False
     return True
 
 
