@@ -226,7 +226,7 @@ def test_the_default_presets_commented_values_are_the_builtin_ones(tmp_path: Pat
     policy = load_policy(_write(tmp_path, "\n".join(lines)))
     defaults = policy.defaults
     for field in attrs.fields(ToolPolicy):
-        if field.name != "on_error":
+        if field.name != "on_error":  # on_invalid_call's built-in is a named handler
             assert getattr(defaults, field.name) == getattr(BUILTIN, field.name), field.name
     assert defaults.on_error.message == BUILTIN_MESSAGE  # type: ignore[union-attr]
     assert (policy.return_direct_mode, policy.max_workers) == ("any", 32)
@@ -253,6 +253,7 @@ max_model_retries = 3
 model_retries_exhausted = "stop"
 return_direct_mode = "all"
 max_workers = 4
+on_invalid_call = ["tests.test_files:custom_handler", "Check the arguments."]
 
 [[agent.rules]]
 exception = "TimeoutError"
@@ -286,6 +287,10 @@ def test_every_key_loads_into_the_policy_it_describes(tmp_path: Path) -> None:
         "on(KeyError, Boom, send_exception_message)",
         "tests.test_files.custom_handler",
         "generic_unless_visible('Sorry: {tool} failed ({error_id}).')",
+    ]
+    assert [member.name for member in agent.on_invalid_call.members()] == [  # type: ignore[union-attr]
+        "tests.test_files.custom_handler",
+        "'Check the arguments.'",
     ]
     assert agent.return_direct == ReturnDirect("never")
     assert agent.log_level == "error"

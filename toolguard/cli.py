@@ -260,7 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = commands.add_parser(
-        "demo", help="a scripted agent conversation under two presets (offline)"
+        "demo",
+        help="a scripted agent conversation under two presets (offline)",
+        description="Run a scripted agent conversation offline, twice: under the development "
+        "and the production preset, showing each tool's code, the model's arguments, what "
+        "the model is told and what is logged. Needs no API key and no network.",
     )
     demo.set_defaults(run=_demo)
 
