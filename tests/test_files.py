@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import toolguard.handlers
 from toolguard import (
     AgentPolicy,
     Breaker,
@@ -836,3 +837,22 @@ def test_the_docs_show_every_preset_verbatim_and_every_key() -> None:
         assert f"```toml\n{preset}\n```" in docs, name
     for key in KEYS:
         assert f"| `{key.name}` |" in docs, key.name
+
+
+def test_check_reports_every_bad_item_of_a_handler_array(tmp_path: Path) -> None:
+    """Every problem is listed, not only the first of a table's on_error array."""
+    path = _write(tmp_path, 'version = 1\n[agent]\non_error = ["fial", 42, "fail"]\n')
+    with pytest.raises(PolicyFileError) as raised:
+        load_policy(path)
+    assert [problem.key for problem in raised.value.problems] == [
+        "agent.on_error[0]",
+        "agent.on_error[1]",
+    ]
+
+
+def test_a_handler_string_means_the_same_in_a_file_as_in_code(tmp_path: Path) -> None:
+    """A name is that handler, other text a fixed message that keeps visible messages."""
+    path = _write(tmp_path, 'version = 1\n[agent]\non_error = ["Orders are offline.", "fail"]\n')
+    [message, failing] = load_policy(path).defaults.on_error.members()  # type: ignore[union-attr]
+    assert failing is toolguard.handlers.fail
+    assert type(message) is type(toolguard.handlers.generic_unless_visible("x"))

@@ -119,11 +119,14 @@ def _on_error(value: Any) -> list[_Ref]:
     if not value:
         raise Bad(f"an empty array names no handler; allowed: {_HANDLER_ALLOWED}")
     refs: list[_Ref] = []
+    problems: list[Bad] = []
     for index, item in enumerate(value):
         try:
             refs.append(_handler(item))
         except Bad as bad:
-            raise Bad(bad.message, index) from None
+            problems.append(Bad(bad.message, index))
+    if problems:  # every bad item, not only the first
+        raise Bad.each(problems)
     return refs
 
 
