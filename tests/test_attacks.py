@@ -214,12 +214,12 @@ def test_a_hostile_tool_name_is_never_echoed_raw_or_unbounded(
 
     for agent in (
         Dispatcher([lookup]),
-        Dispatcher([lookup], on_error="The tool {tool} does not exist ({error_id})."),
+        Dispatcher([lookup], on_invalid_call="The tool {tool} does not exist ({error_id})."),
     ):
         raw, size = _raw_and_bounded(agent.dispatch(ToolCall(name=name, arguments={}, id="c1")))
         assert not raw
         assert size < 5_000
-    failing = Dispatcher([lookup], on_error=fail)
+    failing = Dispatcher([lookup], on_invalid_call=fail)  # an unknown tool: on_invalid_call's
     with pytest.raises(ToolCallFailed) as raised:
         failing.run([ToolCall(name=name, arguments={}, id="c1")])
     round_ = raised.value.round

@@ -79,7 +79,8 @@ def test_check_prints_every_problem_and_exits_1(capsys: pytest.CaptureFixture[st
     assert out.splitlines() == [
         f"{BROKEN}:4: agent.on_error: unknown handler 'fial' (did you mean 'fail'?); allowed: "
         "a handler name (send_exception_message, fail, fail_unless_visible, "
-        "generic_unless_visible) or an import path 'module:function'",
+        "generic_unless_visible, always), an import path 'module:function', or a fixed "
+        "message (a sentence for the model)",
         f'{BROKEN}:5: agent.log_level: expected one of "debug", "info", "warning", "error", '
         "\"critical\", got the string 'loud'",
         f'{BROKEN}:8: tools."admin_*".return_direct_mode: return_direct_mode applies to the '

@@ -98,10 +98,10 @@ def test_return_direct_is_normalised_at_decoration() -> None:
         ({"on_error": 42}, r"tool 'bad': on_error=42: 42 is not a handler; expected a handler"),
         (
             {"return_direct": "maybe"},
-            r"tool 'bad'.*return_direct='maybe' is not allowed; use False",
+            r"tool 'bad'.*return_direct='maybe' is not allowed; allowed: False",
         ),
         ({"on_eror": "x"}, r"tool 'bad': unknown option 'on_eror' \(did you mean 'on_error'\?\)"),
-        ({"log_level": "loud"}, r"tool 'bad'.*log_level='loud' is not allowed; use one of debug"),
+        ({"log_level": "loud"}, r"tool 'bad'.*log_level='loud' is not allowed; allowed: debug"),
         ({"redact": "password"}, r"tool 'bad'.*redact='password' is not allowed"),
     ],
 )

@@ -155,8 +155,12 @@ def test_unknown_tool_without_a_close_name_has_no_suggestion() -> None:
     assert result.content == "There is no tool named 'weather'. Available tools: add."
 
 
-def test_unknown_tool_goes_through_the_agent_chain() -> None:
-    dispatcher = Dispatcher([add], on_error=toolguard.handlers.fail)
+def test_unknown_tool_goes_through_the_agents_on_invalid_call_chain() -> None:
+    """An invented tool name is the model's mistake: on_invalid_call answers it (here
+    fail, an explicit choice), never on_error (fail there leaves it answered)."""
+    answered = Dispatcher([add], on_error=toolguard.handlers.fail).dispatch(ToolCall(name="nope"))
+    assert answered.error_kind == "unknown_tool"
+    dispatcher = Dispatcher([add], on_invalid_call=toolguard.handlers.fail)
     with pytest.raises(ToolCallFailed) as caught:
         dispatcher.dispatch(ToolCall(name="nope"))
     assert isinstance(caught.value.__cause__, toolguard.UnknownTool)
@@ -492,7 +496,7 @@ def test_empty_round() -> None:
 
 
 def test_bad_return_direct_mode_is_refused() -> None:
-    with pytest.raises(ToolDefinitionError, match="'any' or 'all'"):
+    with pytest.raises(ToolDefinitionError, match="'any', 'all'"):
         Dispatcher([add], return_direct_mode="some")  # type: ignore[arg-type]
 
 

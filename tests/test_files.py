@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import toolguard.handlers
 from toolguard import (
     AgentPolicy,
     Breaker,
@@ -226,7 +227,7 @@ def test_the_default_presets_commented_values_are_the_builtin_ones(tmp_path: Pat
     policy = load_policy(_write(tmp_path, "\n".join(lines)))
     defaults = policy.defaults
     for field in attrs.fields(ToolPolicy):
-        if field.name != "on_error":
+        if field.name != "on_error":  # on_invalid_call's built-in is a named handler
             assert getattr(defaults, field.name) == getattr(BUILTIN, field.name), field.name
     assert defaults.on_error.message == BUILTIN_MESSAGE  # type: ignore[union-attr]
     assert (policy.return_direct_mode, policy.max_workers) == ("any", 32)
@@ -253,6 +254,7 @@ max_model_retries = 3
 model_retries_exhausted = "stop"
 return_direct_mode = "all"
 max_workers = 4
+on_invalid_call = ["tests.test_files:custom_handler", "Check the arguments."]
 
 [[agent.rules]]
 exception = "TimeoutError"
@@ -286,6 +288,10 @@ def test_every_key_loads_into_the_policy_it_describes(tmp_path: Path) -> None:
         "on(KeyError, Boom, send_exception_message)",
         "tests.test_files.custom_handler",
         "generic_unless_visible('Sorry: {tool} failed ({error_id}).')",
+    ]
+    assert [member.name for member in agent.on_invalid_call.members()] == [  # type: ignore[union-attr]
+        "tests.test_files.custom_handler",
+        "'Check the arguments.'",
     ]
     assert agent.return_direct == ReturnDirect("never")
     assert agent.log_level == "error"
@@ -831,3 +837,22 @@ def test_the_docs_show_every_preset_verbatim_and_every_key() -> None:
         assert f"```toml\n{preset}\n```" in docs, name
     for key in KEYS:
         assert f"| `{key.name}` |" in docs, key.name
+
+
+def test_check_reports_every_bad_item_of_a_handler_array(tmp_path: Path) -> None:
+    """Every problem is listed, not only the first of a table's on_error array."""
+    path = _write(tmp_path, 'version = 1\n[agent]\non_error = ["fial", 42, "fail"]\n')
+    with pytest.raises(PolicyFileError) as raised:
+        load_policy(path)
+    assert [problem.key for problem in raised.value.problems] == [
+        "agent.on_error[0]",
+        "agent.on_error[1]",
+    ]
+
+
+def test_a_handler_string_means_the_same_in_a_file_as_in_code(tmp_path: Path) -> None:
+    """A name is that handler, other text a fixed message that keeps visible messages."""
+    path = _write(tmp_path, 'version = 1\n[agent]\non_error = ["Orders are offline.", "fail"]\n')
+    [message, failing] = load_policy(path).defaults.on_error.members()  # type: ignore[union-attr]
+    assert failing is toolguard.handlers.fail
+    assert type(message) is type(toolguard.handlers.generic_unless_visible("x"))

@@ -15,7 +15,7 @@ from structlog.typing import EventDict
 
 import toolguard
 from toolguard import Dispatcher, ToolCall, ToolError, ToolPolicy, tool
-from toolguard.handlers import fail_unless_visible, generic_unless_visible, on
+from toolguard.handlers import always, fail_unless_visible, generic_unless_visible, on
 
 SECRET = "sk-live-7f3a9c0e51b2"
 
@@ -128,7 +128,7 @@ def test_a_tool_error_without_a_cause_hides_nothing_and_logs_nothing(
 def test_a_handler_replacing_a_visible_message_counts_as_hidden(
     logs: list[dict[str, Any]],
 ) -> None:
-    @tool(on_error="Service unavailable ({error_id}).")
+    @tool(on_error=always("Service unavailable ({error_id})."))
     def nope() -> str:
         raise ToolError("internal detail the operator wants hidden")
 
@@ -176,8 +176,11 @@ def test_redact_keys_follow_the_precedence_chain(logs: list[dict[str, Any]]) -> 
 
 
 def test_unparseable_arguments_are_logged_by_length_only(logs: list[dict[str, Any]]) -> None:
-    dispatcher = Dispatcher([leaky], on_error=on(ToolError, "{error_id}"))
-    dispatcher.dispatch(ToolCall(name="leaky", arguments='{"query": "' + SECRET))
+    """A failure of a tool that ran elsewhere, called with arguments that are not JSON
+    (the model's invalid arguments themselves are not logged: they hide nothing)."""
+    dispatcher = Dispatcher([leaky])
+    call = ToolCall(name="leaky", arguments='{"query": "' + SECRET)
+    dispatcher.handle_error(call, RuntimeError("down"))
     assert logs[0]["arguments"] == f"[unparsed, {len(SECRET) + 11} chars]"
 
 

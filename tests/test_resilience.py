@@ -25,7 +25,7 @@ from toolguard import (
     ToolTimeout,
     tool,
 )
-from toolguard.handlers import on
+from toolguard.handlers import always, on
 
 # Every case runs under each tool's own plan and under the general plan (conftest).
 pytestmark = pytest.mark.usefixtures("plans")
@@ -265,7 +265,11 @@ def test_a_timeout_error_raised_by_the_tool_itself_is_not_reported_as_a_timeout(
 
 
 def test_the_handler_chain_can_override_the_timeout_message() -> None:
-    @tool(timeout=0.01, on_error=on(ToolTimeout, "Search is slow today; try a narrower query."))
+    # toolguard's timeout message is model-visible: a plain string keeps it, always() replaces it
+    @tool(
+        timeout=0.01,
+        on_error=on(ToolTimeout, always("Search is slow today; try a narrower query.")),
+    )
     async def search() -> str:
         await asyncio.sleep(1)
         return "late"

@@ -21,6 +21,7 @@ from toolguard._values import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.errors import (
     ControlFlow,
     InvalidArguments,
+    InvalidOption,
     ModelRetriesExhausted,
     RetryWithFeedback,
     ToolCallFailed,
@@ -49,6 +50,7 @@ __all__ = [
     "Injected",
     "InjectedCallId",
     "InvalidArguments",
+    "InvalidOption",
     "ModelRetriesExhausted",
     "Output",
     "PolicyFileError",

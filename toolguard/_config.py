@@ -26,9 +26,10 @@ def configure(**options: Unpack[PolicyOptions]) -> None:
     """Set global defaults; only the options given change.
 
     Accepts the :class:`~toolguard.ToolPolicy` fields
-    (``on_error``, ``return_direct``, ``log_level``, ``redact``, ``max_result_chars``,
-    ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
-    ``model_retries_exhausted``). Pass ``UNSET`` to clear one.
+    (``on_error``, ``on_invalid_call``, ``return_direct``, ``log_level``, ``redact``,
+    ``max_result_chars``, ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
+    ``model_retries_exhausted``, ``log_frames``, ``max_logged_arguments``). Pass
+    ``UNSET`` to clear one. A bad option raises :class:`~toolguard.InvalidOption`.
     """
     global _policy, _version
     changes = policy_from_options(options, where="configure()")  # unknown keys refused

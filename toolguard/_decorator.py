@@ -19,6 +19,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Concatenate,
+    Final,
     ParamSpec,
     Protocol,
     TypeAlias,
@@ -227,10 +228,7 @@ def _build(
         raise ToolDefinitionError(
             f"tool {tool_name!r}: generators are not supported; return the whole result"
         )
-    try:
-        policy = policy_from_options(options, where=f"tool {tool_name!r}")
-    except (TypeError, ValueError) as error:
-        raise ToolDefinitionError(str(error)) from None
+    policy = policy_from_options(options, where=f"tool {tool_name!r}", also=TOOL_OPTIONS)
     summary, docs = describe(target)
     if description is not None and not isinstance(description, str):
         raise ToolDefinitionError(f"tool {tool_name!r}: description must be a str")
@@ -255,6 +253,10 @@ def _build(
         strict_parameters=_strict_parameters(arguments, tool_name) if strict else None,
     )
     return Tool(function, spec)
+
+
+TOOL_OPTIONS: Final = ("name", "description", "check_docstring", "strict")
+"""``tool()``'s own options, beside the policy fields (named in a bad option's error)."""
 
 
 class _Decorate(Protocol):
@@ -300,11 +302,13 @@ def tool(
     """Declare a function as a tool: ``@tool`` or ``@tool(name=..., on_error=...)``.
 
     Options are the :class:`~toolguard.ToolPolicy` fields: ``on_error`` (a handler,
-    a fixed message or a callable), ``return_direct`` (``False``, ``True``,
-    ``"always"`` or a predicate on the result), ``log_level``, ``redact``,
+    a handler's name, a fixed message or a callable), ``on_invalid_call`` (the same,
+    for the model's invalid arguments and unknown tool names), ``return_direct``
+    (``False``, ``True``, ``"always"`` or a predicate on the result), ``log_level``, ``redact``,
     ``max_result_chars``, ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
     ``model_retries_exhausted`` (see :class:`~toolguard.ToolPolicy`). A bad
-    option fails here, at import time, naming the tool and what is allowed.
+    option fails here, at import time, with :class:`~toolguard.InvalidOption` naming the
+    tool, the closest allowed name and every allowed one.
     ``check_docstring=False`` accepts a docstring with a malformed section or an
     argument the signature lacks (checked by default). ``strict=True`` asks for a
     strict-mode schema (OpenAI ``strict: true``) and fails here when the signature

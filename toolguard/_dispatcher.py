@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from typing_extensions import Unpack
 
@@ -35,9 +35,20 @@ from toolguard._rounds import Rounds
 from toolguard._session import Session, Sessions
 from toolguard._steps import Opens
 from toolguard._values import Round, ToolCall, ToolResult
-from toolguard.errors import ToolDefinitionError
+from toolguard.errors import InvalidOption, ToolDefinitionError
 
 __all__ = ["Dispatcher"]
+
+
+_OPTIONS: Final = (
+    "policy",
+    "overrides",
+    "return_direct_mode",
+    "max_workers",
+    "max_abandoned",
+    "external_tools",
+)
+"""``Dispatcher()``'s own options, beside the policy fields (named in a bad option's error)."""
 
 
 class Dispatcher:
@@ -75,14 +86,16 @@ class Dispatcher:
     ) -> None:
         try:
             code = AgentPolicy(
-                defaults=policy_from_options(defaults, where="Dispatcher()"),
+                defaults=policy_from_options(defaults, where="Dispatcher()", also=_OPTIONS),
                 overrides=overrides or {},
                 return_direct_mode=UNSET if return_direct_mode is None else return_direct_mode,
                 max_workers=UNSET if max_workers is None else max_workers,
                 max_abandoned=UNSET if max_abandoned is None else max_abandoned,
             )
-        except (TypeError, ValueError) as error:
-            raise ToolDefinitionError(str(error).removeprefix("Dispatcher(): ")) from None
+        except InvalidOption as error:
+            raise InvalidOption(
+                f"Dispatcher(): {str(error).removeprefix('Dispatcher(): ')}"
+            ) from None
         if policy is not None and not isinstance(policy, AgentPolicy):
             raise ToolDefinitionError(
                 f"policy= takes an AgentPolicy (see toolguard.load_policy), got {policy!r}"

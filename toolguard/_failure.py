@@ -64,6 +64,7 @@ class Failure:
         "chain",
         "error",
         "error_id",
+        "invalid",
         "message",
         "name",
         "resolved",
@@ -83,7 +84,9 @@ class Failure:
         self.name = name
         self.resolved = resolved
         self.attempts = attempts
-        self.chain: tuple[Setting, ...] = resolved.chain
+        # the model's own mistakes are on_invalid_call's, never on_error's
+        self.invalid = isinstance(error, _MODEL_MISTAKES)
+        self.chain: tuple[Setting, ...] = resolved.invalid_chain if self.invalid else resolved.chain
         self.stop = False
         raised = error
         if step is not None:
@@ -139,7 +142,12 @@ class Failure:
         """The result for a handler's answer (already :func:`checked`): valid UTF-8, and
         cut at ``max_result_chars`` (:data:`ERROR_LIMIT` characters when unset)."""
         content = sendable(content, _limit(self.resolved))
-        hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
+        if self.invalid:
+            # The model's mistake hides nothing of the tool's, whatever a handler sent;
+            # only a custom validator's withheld words (a cause) are logged.
+            hidden = has_hidden_cause(self.error)
+        else:
+            hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
         if hidden:
             emit(
                 self.resolved.log_level,
@@ -174,6 +182,9 @@ class Failure:
         if raised.__cause__ is None and raised.__context__ is None:
             raised.__context__ = self.error
 
+
+_MODEL_MISTAKES: Final = (InvalidArguments, UnknownTool)
+"""What ``on_invalid_call`` answers: the model's arguments, the model's tool names."""
 
 _KINDS: Final[tuple[tuple[type[Exception], ErrorKind], ...]] = (
     (InvalidArguments, "arguments"),

@@ -26,13 +26,13 @@ from toolguard._file_values import (
     table_of,
 )
 from toolguard._handlers import (
+    MESSAGE_HANDLERS,
+    NAMED_HANDLERS,
     Handler,
     as_handler,
-    fail,
-    fail_unless_visible,
-    generic_unless_visible,
+    fixed_message,
+    named_handler,
     on,
-    send_exception_message,
 )
 from toolguard._policy import (
     EXHAUSTED_MODES,
@@ -49,6 +49,7 @@ from toolguard._policy import (
 from toolguard._precedence import BUILTIN
 from toolguard._resilience import Breaker, Retry
 from toolguard._suggest import did_you_mean
+from toolguard.errors import InvalidOption
 
 __all__ = ["HANDLER_NAMES", "KEYS", "Key", "compose"]
 
@@ -60,40 +61,59 @@ _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_]\w*)\}")
 # --- handlers -------------------------------------------------------------------------
 
 
-class _Generic:
-    """``"generic_unless_visible"``: built once the table's ``message`` is known."""
+@attrs.frozen
+class _NeedsMessage:
+    """``"generic_unless_visible"`` or ``"always"``: built once the table's ``message``
+    is known."""
+
+    name: str
+    factory: Callable[[str], Handler] = attrs.field(eq=False)
 
 
-_GENERIC: Final = _Generic()
-HANDLER_NAMES: Final[dict[str, Handler | _Generic]] = {
-    "send_exception_message": send_exception_message,
-    "fail": fail,
-    "fail_unless_visible": fail_unless_visible,
-    "generic_unless_visible": _GENERIC,
+HANDLER_NAMES: Final[dict[str, Handler | _NeedsMessage]] = {
+    **NAMED_HANDLERS,
+    **{name: _NeedsMessage(name, factory) for name, factory in MESSAGE_HANDLERS.items()},
 }
-"""The handler vocabulary a file may name (besides import paths)."""
+"""The handler vocabulary a file may name (besides import paths and fixed messages):
+the same names as in code (``toolguard._handlers``)."""
+
+_GENERIC: Final = HANDLER_NAMES["generic_unless_visible"]
 
 _HANDLER_ALLOWED: Final = (
-    f"a handler name ({', '.join(HANDLER_NAMES)}) or an import path 'module:function'"
+    f"a handler name ({', '.join(HANDLER_NAMES)}), an import path 'module:function', "
+    "or a fixed message (a sentence for the model)"
 )
-_Ref: TypeAlias = Handler | _Generic
+_Ref: TypeAlias = Handler | _NeedsMessage
 
 
 def _handler(value: Any) -> _Ref:
+    """One handler string: a name, an import path, or a fixed message, by the rule code
+    follows too (:func:`~toolguard._handlers.named_handler`)."""
     if not isinstance(value, str):
         raise expected(_HANDLER_ALLOWED, value)
     if value in HANDLER_NAMES:
         return HANDLER_NAMES[value]
-    if ":" in value:
+    if ":" in value and not any(char.isspace() for char in value):  # an import path
         found = import_object(value)
         if isinstance(found, Handler):
             return found
         return as_handler(function(value, "(error, context) -> str | None, nor a handler"))
-    hint = did_you_mean(value, HANDLER_NAMES)
-    if not hint and "." in value and DOTTED.fullmatch(value):
+    if DOTTED.fullmatch(value):
         module, _, attribute = value.rpartition(".")
-        hint = f" (did you mean {module + ':' + attribute!r}?)"
-    raise Bad(f"unknown handler {value!r}{hint}; allowed: {_HANDLER_ALLOWED}")
+        raise Bad(
+            f"unknown handler {value!r} (did you mean {module + ':' + attribute!r}?); "
+            f"allowed: {_HANDLER_ALLOWED}"
+        )
+    try:
+        named = named_handler(value)
+    except InvalidOption:
+        hint = did_you_mean(value, HANDLER_NAMES)
+        raise Bad(f"unknown handler {value!r}{hint}; allowed: {_HANDLER_ALLOWED}") from None
+    if named is not None:  # pragma: no cover - the names are looked up above
+        return named
+    if not value.strip():
+        raise expected(_HANDLER_ALLOWED, value)
+    return fixed_message(value)
 
 
 def _on_error(value: Any) -> list[_Ref]:
@@ -102,11 +122,14 @@ def _on_error(value: Any) -> list[_Ref]:
     if not value:
         raise Bad(f"an empty array names no handler; allowed: {_HANDLER_ALLOWED}")
     refs: list[_Ref] = []
+    problems: list[Bad] = []
     for index, item in enumerate(value):
         try:
             refs.append(_handler(item))
         except Bad as bad:
-            raise Bad(bad.message, index) from None
+            problems.append(Bad(bad.message, index))
+    if problems:  # every bad item, not only the first
+        raise Bad.each(problems)
     return refs
 
 
@@ -156,31 +179,65 @@ def _rules(value: Any) -> list[tuple[tuple[type[Exception], ...], _Ref | str]]:
 
 
 def compose(parts: dict[str, Any]) -> Handler | None:
-    """``rules`` (in order), then ``on_error``, composed with ``|``; ``None``: unset."""
+    """``rules`` (in order), then ``on_error``, composed with ``|``; ``None``: unset.
+
+    ``message`` is the text of the table's ``"generic_unless_visible"`` and ``"always"``
+    (alone, it means ``on_error = "generic_unless_visible"``).
+    """
     message: str | None = parts.get("message")
     refs: list[_Ref] | None = parts.get("on_error")
     rules: list[tuple[tuple[type[Exception], ...], _Ref | str]] = parts.get("rules", [])
+    used = [
+        ref for ref in (*(refs or []), *(ref for _, ref in rules)) if isinstance(ref, _NeedsMessage)
+    ]
     if message is not None:
         if refs is None:
             refs = [_GENERIC]
-        elif _GENERIC not in refs and not any(ref is _GENERIC for _, ref in rules):
+        elif not used:
             raise Bad(
-                "message is the text of generic_unless_visible, which this table's on_error "
-                'does not use; add "generic_unless_visible" to on_error, or remove message'
+                "message is the text of generic_unless_visible (or always), which this "
+                'table\'s on_error does not use; add "generic_unless_visible" to on_error, '
+                "or remove message"
             )
+    elif any(ref.name != "generic_unless_visible" for ref in used):
+        raise Bad(
+            '"always" sends this table\'s message, and the table has none; add '
+            'message = "..." beside it'
+        )
     builtin = BUILTIN.on_error
     assert isinstance(builtin, Handler)
-    generic = builtin if message is None else generic_unless_visible(message)
 
-    def concrete(ref: _Ref | str) -> Handler | str:
-        return generic if isinstance(ref, _Generic) else ref
+    def concrete(ref: _Ref | str) -> Handler:
+        if isinstance(ref, _NeedsMessage):
+            return builtin if message is None else ref.factory(message)
+        # a rule's message is text, whatever it says: never looked up as a name
+        return fixed_message(ref) if isinstance(ref, str) else ref
 
     members = [on(types, concrete(ref)) for types, ref in rules]
-    members += [as_handler(concrete(ref)) for ref in refs or []]
+    members += [concrete(ref) for ref in refs or []]
     if not members:
         return None
     handler = members[0]
     for member in members[1:]:
+        handler = handler | member
+    return handler
+
+
+def _invalid_call(value: Any) -> Handler:
+    """``on_invalid_call``: a handler, or an array of them, composed with ``|``."""
+    refs = _on_error(value)
+    handlers: list[Handler] = []
+    for index, ref in enumerate(refs):
+        if isinstance(ref, _NeedsMessage):
+            at = (index,) if isinstance(value, list) else ()
+            raise Bad(
+                f"{ref.name!r} takes the table's message, which belongs to on_error; for the "
+                "model's own mistakes write the sentence itself, or an import path",
+                *at,
+            )
+        handlers.append(ref)
+    handler = handlers[0]
+    for member in handlers[1:]:
         handler = handler | member
     return handler
 
@@ -296,6 +353,7 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("on_error", "on_error", _on_error, "handler"),
     Key("message", "on_error", _message, "handler"),
     Key("rules", "on_error", _rules, "handler"),
+    Key("on_invalid_call", "on_invalid_call", _invalid_call),
     Key("return_direct", "return_direct", _return_direct),
     Key("log_level", "log_level", _log_level),
     Key("redact", "redact", _redact),

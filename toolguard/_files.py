@@ -42,6 +42,7 @@ from toolguard._policy import AgentPolicy, ToolPolicy
 from toolguard._precedence import glob_problem, is_glob
 from toolguard._suggest import did_you_mean
 from toolguard._toml_lines import KeyLines, KeyPath, format_path
+from toolguard.errors import InvalidOption
 
 __all__ = ["KEYS", "VERSION", "Key", "PolicyFileError", "Problem", "load_policy", "presets"]
 
@@ -68,8 +69,11 @@ class Problem:
         return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
 
 
-class PolicyFileError(ValueError):
+class PolicyFileError(InvalidOption):
     """A policy file that cannot be used; ``problems`` lists every mistake found.
+
+    An :class:`~toolguard.InvalidOption` (the one error for a bad option, from code or
+    from a file), hence a ``ValueError`` as before.
 
     ``str(error)`` is one ``file:line: key: message`` line per problem; ``file``,
     ``line``, ``key`` and ``message`` are the first problem's.

@@ -11,32 +11,49 @@ Handlers compose like a sentence::
     on(TimeoutError, "Search timed out; try again later.") | fail_unless_visible
 
 A plain callable ``(error, context) -> content | None`` (sync or async) and a plain
-string (a fixed message) are handlers too, on either side of ``|``. In fixed
-messages ``{error_id}`` and ``{tool}`` are replaced literally; no other braces
-are interpreted.
+string are handlers too, on either side of ``|``. A string means the same as in a
+policy file (:func:`as_handler` is the one rule):
+
+* a handler's name (``"fail"``, ``"fail_unless_visible"``, ``"send_exception_message"``)
+  is that handler; ``"generic_unless_visible"`` and ``"always"`` need their message
+  (``generic_unless_visible("...")``), so the bare name is refused;
+* a word that looks like a misspelt name (``"fial"``) is refused with a suggestion;
+* anything else is a fixed message, ``generic_unless_visible(message)``: a
+  model-visible error keeps its own message. :func:`always` replaces those too.
+
+In fixed messages ``{error_id}`` and ``{tool}`` are replaced literally; no other
+braces are interpreted.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
+from toolguard._suggest import did_you_mean
 from toolguard._values import Content, ToolCall
-from toolguard.errors import ToolCallFailed
+from toolguard.errors import InvalidOption, ToolCallFailed
 
 __all__ = [
+    "HANDLER_NAMES",
+    "MESSAGE_HANDLERS",
+    "NAMED_HANDLERS",
     "Answer",
     "Handler",
     "HandlerContext",
     "HandlerLike",
+    "always",
     "as_handler",
     "fail",
     "fill_message",
+    "fixed_message",
     "fail_unless_visible",
     "generic_unless_visible",
+    "named_handler",
     "on",
     "send_exception_message",
 ]
@@ -139,17 +156,6 @@ def _short(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-class Message(Handler):
-    """A fixed message; never declines."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.name = _short(text)
-
-    def __call__(self, error: Exception, context: HandlerContext) -> str:
-        return context.fill(self.text)
-
-
 class FunctionHandler(Handler):
     """A plain callable ``(error, context) -> content | None``, sync or async."""
 
@@ -164,21 +170,6 @@ class FunctionHandler(Handler):
 
     def __call__(self, error: Exception, context: HandlerContext) -> Any:
         return self.function(error, context)
-
-
-def as_handler(value: HandlerLike) -> Handler:
-    """Coerce a handler-like value (handler, string, callable) into a :class:`Handler`."""
-    if isinstance(value, Handler):
-        return value
-    if isinstance(value, str):
-        return Message(value)
-    if callable(value):
-        return FunctionHandler(value)
-    raise TypeError(
-        f"{value!r} is not a handler; expected a handler from toolguard.handlers "
-        "(send_exception_message, fail, fail_unless_visible, generic_unless_visible(...), "
-        "on(...)), a callable (error, context) -> str | None, or a fixed message string"
-    )
 
 
 # --- the ready-made handlers --------------------------------------------------------
@@ -218,16 +209,31 @@ class _FailUnlessVisible(_Fail):
         return super().__call__(error, context)
 
 
+def _checked_message(factory: str, message: object) -> str:
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidOption(f"{factory}() takes a non-blank message, got {message!r}")
+    return message
+
+
 class _GenericUnlessVisible(Handler):
     def __init__(self, message: str, *, name: str | None = None) -> None:
-        if not isinstance(message, str) or not message.strip():
-            raise TypeError(f"generic_unless_visible() takes a non-blank message, got {message!r}")
-        self.message = message
+        self.message = _checked_message("generic_unless_visible", message)
         self.name = name or f"generic_unless_visible({_short(message)})"
 
     def __call__(self, error: Exception, context: HandlerContext) -> str:
         if context.model_message is not None:
             return context.model_message
+        return context.fill(self.message)
+
+
+class _Always(Handler):
+    """A fixed message for every failure, a model-visible one's included; never declines."""
+
+    def __init__(self, message: str) -> None:
+        self.message = _checked_message("always", message)
+        self.name = f"always({_short(message)})"
+
+    def __call__(self, error: Exception, context: HandlerContext) -> str:
         return context.fill(self.message)
 
 
@@ -264,6 +270,16 @@ def generic_unless_visible(message: str) -> Handler:
     return _GenericUnlessVisible(message)
 
 
+def always(message: str) -> Handler:
+    """Send ``message`` for every failure, replacing even a model-visible error's own
+    message (a ``ToolError``'s). The explicit choice to hide those too; a plain string
+    (``generic_unless_visible(message)``) keeps them.
+
+    ``message`` may quote ``{error_id}`` and ``{tool}``.
+    """
+    return _Always(message)
+
+
 def on(
     types: type[BaseException] | tuple[type[BaseException], ...], handler: HandlerLike
 ) -> Handler:
@@ -274,3 +290,73 @@ def on(
     ):
         raise TypeError(f"on() takes an exception class or a tuple of them, got {types!r}")
     return _On(as_tuple, as_handler(handler))
+
+
+# --- names: a string means the same in code as in a policy file --------------------------
+
+NAMED_HANDLERS: Final[dict[str, Handler]] = {
+    "send_exception_message": send_exception_message,
+    "fail": fail,
+    "fail_unless_visible": fail_unless_visible,
+}
+"""The ready handlers a string may name, in code and in policy files."""
+
+MESSAGE_HANDLERS: Final[dict[str, Callable[[str], Handler]]] = {
+    "generic_unless_visible": generic_unless_visible,
+    "always": always,
+}
+"""The handlers made from a message: named bare they need one (a file's ``message``)."""
+
+HANDLER_NAMES: Final[tuple[str, ...]] = (*NAMED_HANDLERS, *MESSAGE_HANDLERS)
+"""Every handler name; a string close to one of them is a misspelling, not a message."""
+
+_NAME_LIKE: Final = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+_ALLOWED: Final = (
+    "a handler from toolguard.handlers (send_exception_message, fail, fail_unless_visible, "
+    "generic_unless_visible(message), always(message), on(...)), a handler's name as a "
+    "string, a callable (error, context) -> str | None, or a fixed message string"
+)
+
+
+def named_handler(text: str) -> Handler | None:
+    """The handler a string names, ``None`` for a fixed message; a misspelt name, or the
+    bare name of a handler that needs a message, is an :class:`InvalidOption`."""
+    named = NAMED_HANDLERS.get(text)
+    if named is not None:
+        return named
+    if text in MESSAGE_HANDLERS:
+        raise InvalidOption(
+            f"{text!r} names the handler {text}(message), which needs its message: "
+            f"write {text}('...') from toolguard.handlers, or the message itself as a "
+            "string (a fixed message is generic_unless_visible(message))"
+        )
+    if _NAME_LIKE.fullmatch(text):
+        hint = did_you_mean(text, HANDLER_NAMES)
+        if hint:
+            raise InvalidOption(
+                f"unknown handler {text!r}{hint}; handler names: {', '.join(HANDLER_NAMES)}. "
+                "A fixed message for the model is a sentence, not a name"
+            )
+    return None
+
+
+def fixed_message(text: str) -> Handler:
+    """A plain message, in code or a file: ``generic_unless_visible(text)``, named as
+    written (``explain`` shows the string the author gave)."""
+    return _GenericUnlessVisible(text, name=_short(text))
+
+
+def as_handler(value: HandlerLike) -> Handler:
+    """Coerce a handler-like value (handler, string, callable) into a :class:`Handler`.
+
+    A string is a handler's name (that handler) or a fixed message
+    (``generic_unless_visible(message)``); see :func:`named_handler`.
+    """
+    if isinstance(value, Handler):
+        return value
+    if isinstance(value, str):
+        named = named_handler(value)
+        return named if named is not None else fixed_message(value)
+    if callable(value):
+        return FunctionHandler(value)
+    raise InvalidOption(f"{value!r} is not a handler; expected {_ALLOWED}")

@@ -19,6 +19,7 @@ from typing_extensions import TypedDict, Unpack
 from toolguard._handlers import Handler, HandlerLike, as_handler
 from toolguard._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 from toolguard._suggest import did_you_mean
+from toolguard.errors import InvalidOption
 
 if TYPE_CHECKING:
     from toolguard._values import ToolResult
@@ -28,6 +29,7 @@ __all__ = [
     "ALWAYS",
     "DEFAULT_REDACT",
     "EXHAUSTED_MODES",
+    "HANDLER_FIELDS",
     "LOG_FRAMES",
     "LOG_LEVELS",
     "MIN_LOGGED_ARGUMENTS",
@@ -126,9 +128,10 @@ class ReturnDirect:
             return ALWAYS
         if callable(value) and not isinstance(value, str):
             return cls("predicate", value)
-        raise ValueError(
-            f"return_direct={value!r} is not allowed; use False (never), True (stop on success), "
-            "'always', or a callable (ToolResult) -> bool"
+        hint = did_you_mean(value, ("always",)) if isinstance(value, str) else ""
+        raise InvalidOption(
+            f"return_direct={value!r} is not allowed{hint}; allowed: False (never), True "
+            "(stop on success), 'always', or a callable (ToolResult) -> bool"
         )
 
 
@@ -155,6 +158,7 @@ class PolicyOptions(TypedDict, total=False):
     and ``configure(...)`` take them (see :class:`ToolPolicy` for each)."""
 
     on_error: HandlerLike | Unset
+    on_invalid_call: HandlerLike | Unset
     return_direct: ReturnDirectLike | Unset
     log_level: str | Unset
     redact: Iterable[str] | Unset
@@ -168,14 +172,36 @@ class PolicyOptions(TypedDict, total=False):
     max_logged_arguments: int | Unset | None
 
 
-def _to_handler(value: HandlerLike | Unset) -> Handler | Unset:
-    if isinstance(value, _Unset):
-        return UNSET
-    try:
-        handler: Handler = as_handler(value)
-    except TypeError as error:
-        raise ValueError(f"on_error={value!r}: {error}") from None
-    return handler
+def _refused(field: str, value: Any, allowed: str, choices: Iterable[str] = ()) -> InvalidOption:
+    """The one error for a value an option does not take: did-you-mean, then what is allowed."""
+    hint = did_you_mean(value, tuple(choices)) if isinstance(value, str) and choices else ""
+    return InvalidOption(f"{field}={value!r} is not allowed{hint}; allowed: {allowed}")
+
+
+def _handler_converter(field: str) -> Callable[[Any], Handler | Unset]:
+    def convert(value: HandlerLike | Unset) -> Handler | Unset:
+        if isinstance(value, _Unset):
+            return UNSET
+        try:
+            handler: Handler = as_handler(value)
+        except InvalidOption as error:
+            raise InvalidOption(f"{field}={value!r}: {error}") from None
+        return handler
+
+    convert.__name__ = f"_to_{field}"
+    return convert
+
+
+_on_error = _handler_converter("on_error")
+_on_invalid_call = _handler_converter("on_invalid_call")
+
+
+def _to_on_error(value: HandlerLike | Unset) -> Handler | Unset:
+    return _on_error(value)
+
+
+def _to_on_invalid_call(value: HandlerLike | Unset) -> Handler | Unset:
+    return _on_invalid_call(value)
 
 
 def _to_return_direct(value: ReturnDirectLike | Unset) -> ReturnDirect | Unset:
@@ -187,14 +213,18 @@ def _to_log_level(value: Any) -> str | Unset:
         return UNSET
     if isinstance(value, str) and value.lower() in LOG_LEVELS:
         return str(value.lower())
-    raise ValueError(f"log_level={value!r} is not allowed; use one of {', '.join(LOG_LEVELS)}")
+    raise _refused("log_level", value, ", ".join(LOG_LEVELS), LOG_LEVELS)
 
 
 def _to_redact(value: Any) -> tuple[str, ...] | Unset:
     if isinstance(value, _Unset):
         return UNSET
-    if isinstance(value, str) or not all(isinstance(k, str) and k for k in value):
-        raise ValueError(f"redact={value!r} is not allowed; use a tuple of key names")
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Iterable)
+        or not all(isinstance(k, str) and k for k in value)
+    ):
+        raise _refused("redact", value, "a tuple of argument key names (non-blank strings)")
     return tuple(str(k).lower() for k in value)
 
 
@@ -203,22 +233,33 @@ def _to_max_result_chars(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_RESULT_CHARS:
         return value
-    raise ValueError(
-        f"max_result_chars={value!r} is not allowed; use an int of at least "
-        f"{MIN_RESULT_CHARS}, or None"
-    )
+    raise _refused("max_result_chars", value, f"an int of at least {MIN_RESULT_CHARS}, or None")
+
+
+def _resilience(field: str, convert: Callable[[Any], Any], value: Any) -> Any:
+    """A resilience value, its own refusal re-raised as the one bad-option error."""
+    if isinstance(value, _Unset):
+        return value
+    try:
+        return convert(value)
+    except InvalidOption:
+        raise
+    except (TypeError, ValueError) as error:
+        text = str(error)
+        prefix = f"{field}="
+        raise InvalidOption(text if text.startswith(prefix) else f"{field}: {text}") from None
 
 
 def _to_timeout(value: Any) -> float | Unset | None:
-    return value if isinstance(value, _Unset) else to_timeout(value)
+    return _resilience("timeout", to_timeout, value)  # type: ignore[no-any-return]
 
 
 def _to_retries(value: Any) -> Retry | Unset | None:
-    return value if isinstance(value, _Unset) else to_retry(value)
+    return _resilience("retries", to_retry, value)  # type: ignore[no-any-return]
 
 
 def _to_breaker(value: Any) -> Breaker | Unset | None:
-    return value if isinstance(value, _Unset) else to_breaker(value)
+    return _resilience("breaker", to_breaker, value)  # type: ignore[no-any-return]
 
 
 def _to_max_model_retries(value: Any) -> int | Unset | None:
@@ -226,21 +267,24 @@ def _to_max_model_retries(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    raise ValueError(f"max_model_retries={value!r} is not allowed; use an int >= 0, or None")
+    raise _refused("max_model_retries", value, "an int >= 0, or None")
 
 
 def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
     if isinstance(value, _Unset) or value in EXHAUSTED_MODES:
         return value  # type: ignore[no-any-return]
-    raise ValueError(
-        f"model_retries_exhausted={value!r} is not allowed; use 'message', 'fail' or 'stop'"
+    raise _refused(
+        "model_retries_exhausted",
+        value,
+        ", ".join(repr(mode) for mode in EXHAUSTED_MODES),
+        EXHAUSTED_MODES,
     )
 
 
 def _to_log_frames(value: Any) -> LogFrames | Unset:
     if isinstance(value, _Unset) or value in LOG_FRAMES:
         return value  # type: ignore[no-any-return]
-    raise ValueError(f"log_frames={value!r} is not allowed; use 'tool' or 'all'")
+    raise _refused("log_frames", value, ", ".join(repr(f) for f in LOG_FRAMES), LOG_FRAMES)
 
 
 def _to_max_logged_arguments(value: Any) -> int | Unset | None:
@@ -248,9 +292,8 @@ def _to_max_logged_arguments(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_LOGGED_ARGUMENTS:
         return value
-    raise ValueError(
-        f"max_logged_arguments={value!r} is not allowed; use an int of at least "
-        f"{MIN_LOGGED_ARGUMENTS}, or None"
+    raise _refused(
+        "max_logged_arguments", value, f"an int of at least {MIN_LOGGED_ARGUMENTS}, or None"
     )
 
 
@@ -259,6 +302,10 @@ class ToolPolicy:
     """What one precedence level says about a tool. Unset fields are :data:`UNSET`.
 
     * ``on_error``: a handler (or handler-like: string, callable) asked on failure.
+    * ``on_invalid_call``: the handler asked about the model's own mistakes: arguments
+      that fail validation (``InvalidArguments``) and tool names it invented
+      (``UnknownTool``). These never reach ``on_error``; the built-in sends
+      toolguard's bounded, field-level message.
     * ``return_direct``: when a result asks the agent loop to stop.
     * ``log_level``: the level hidden causes are logged at (``"warning"`` built in).
     * ``redact``: argument keys whose values are masked in logs (substring match,
@@ -282,7 +329,8 @@ class ToolPolicy:
     Derive variants with ``attrs.evolve(policy, field=value)``.
     """
 
-    on_error: Handler | Unset = attrs.field(default=UNSET, converter=_to_handler)
+    on_error: Handler | Unset = attrs.field(default=UNSET, converter=_to_on_error)
+    on_invalid_call: Handler | Unset = attrs.field(default=UNSET, converter=_to_on_invalid_call)
     return_direct: ReturnDirect | Unset = attrs.field(default=UNSET, converter=_to_return_direct)
     log_level: str | Unset = attrs.field(default=UNSET, converter=_to_log_level)
     redact: tuple[str, ...] | Unset = attrs.field(default=UNSET, converter=_to_redact)
@@ -311,22 +359,31 @@ class ToolPolicy:
 
 
 POLICY_FIELDS: Final = tuple(f.name for f in attrs.fields(ToolPolicy))
-SCALAR_FIELDS: Final = tuple(name for name in POLICY_FIELDS if name != "on_error")
+HANDLER_FIELDS: Final = ("on_error", "on_invalid_call")
+"""The fields that hold a handler chain (every level's handlers are asked in turn)."""
+SCALAR_FIELDS: Final = tuple(name for name in POLICY_FIELDS if name not in HANDLER_FIELDS)
 
 
-def policy_from_options(options: Mapping[str, Any], *, where: str) -> ToolPolicy:
-    """Build a policy from keyword options, naming ``where`` in every error."""
+def policy_from_options(
+    options: Mapping[str, Any], *, where: str, also: Iterable[str] = ()
+) -> ToolPolicy:
+    """Build a policy from keyword options, naming ``where`` in every error.
+
+    ``also`` names the caller's own options (``tool(name=...)``), so that an unknown
+    option's message lists every option the caller takes.
+    """
     unknown = [key for key in options if key not in POLICY_FIELDS]
     if unknown:
         key = unknown[0]
-        raise TypeError(
-            f"{where}: unknown option {key!r}{did_you_mean(key, POLICY_FIELDS)}; "
-            f"allowed: {', '.join(POLICY_FIELDS)}"
+        allowed = (*also, *POLICY_FIELDS)
+        raise InvalidOption(
+            f"{where}: unknown option {key!r}{did_you_mean(key, allowed)}; "
+            f"allowed: {', '.join(allowed)}"
         )
     try:
         return ToolPolicy(**options)  # checked against POLICY_FIELDS above
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise InvalidOption(f"{where}: {error}") from None
 
 
 ReturnDirectMode: TypeAlias = Literal["any", "all"]
@@ -335,18 +392,20 @@ RETURN_DIRECT_MODES: Final[tuple[ReturnDirectMode, ...]] = typing.get_args(Retur
 
 def _to_overrides(value: Mapping[str, ToolPolicy]) -> dict[str, ToolPolicy]:
     if not isinstance(value, Mapping):
-        raise TypeError(f"overrides must be a mapping of name or glob to ToolPolicy, got {value!r}")
+        raise InvalidOption(
+            f"overrides must be a mapping of name or glob to ToolPolicy, got {value!r}"
+        )
     for key, policy in value.items():
         if not isinstance(key, str) or not key:
-            raise TypeError(f"overrides: keys are tool names or globs, got {key!r}")
+            raise InvalidOption(f"overrides: keys are tool names or globs, got {key!r}")
         if not isinstance(policy, ToolPolicy):
-            raise TypeError(f"overrides[{key!r}] must be a ToolPolicy(...), got {policy!r}")
+            raise InvalidOption(f"overrides[{key!r}] must be a ToolPolicy(...), got {policy!r}")
     return dict(value)
 
 
 def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and value not in RETURN_DIRECT_MODES:
-        raise ValueError(f"return_direct_mode={value!r} is not allowed; use 'any' or 'all'")
+        raise _refused("return_direct_mode", value, "'any', 'all'", RETURN_DIRECT_MODES)
 
 
 STORE_SCHEMES: Final = ("redis://", "rediss://", "unix://")
@@ -385,7 +444,7 @@ def _check_fail_mode(instance: Any, attribute: Any, value: Any) -> None:
 
 def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(f"{attribute.name}={value!r} is not allowed; use a positive int")
+        raise _refused(attribute.name, value, "a positive int")
 
 
 AGENT_DEFAULTS: Final[dict[str, Any]] = {

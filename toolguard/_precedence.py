@@ -15,7 +15,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from toolguard._handlers import _GenericUnlessVisible
+from toolguard._handlers import _GenericUnlessVisible, send_exception_message
 from toolguard._policy import (
     DEFAULT_REDACT,
     NEVER,
@@ -50,9 +50,11 @@ __all__ = [
 #   tool      the decorator's policy (the author knows this tool's exceptions)
 #   agent     the Dispatcher's defaults
 #   global    configure()
-#   builtin   never declines: generic message with the error id, cause logged
+#   builtin   never declines: generic message with the error id, cause logged;
+#             for the model's own mistakes (on_invalid_call), the field-level message
 # Handlers are asked in this order until one answers (None = "not mine");
-# a scalar setting takes the first level that sets it.
+# a scalar setting takes the first level that sets it. on_error and on_invalid_call
+# are two chains over the same levels: a failure is asked one of them, never both.
 # ---------------------------------------------------------------------------------
 Level: TypeAlias = Literal["call", "override", "tool", "agent", "global", "builtin"]
 LEVELS: Final[tuple[Level, ...]] = ("call", "override", "tool", "agent", "global", "builtin")
@@ -66,6 +68,7 @@ BUILTIN_MESSAGE: Final = (
 
 BUILTIN: Final = ToolPolicy(
     on_error=_GenericUnlessVisible(BUILTIN_MESSAGE, name="generic_unless_visible(BUILTIN_MESSAGE)"),
+    on_invalid_call=send_exception_message,  # InvalidArguments / UnknownTool: their own words
     return_direct=NEVER,
     log_level="warning",
     redact=DEFAULT_REDACT,
@@ -78,7 +81,8 @@ BUILTIN: Final = ToolPolicy(
     log_frames="tool",
     max_logged_arguments=2_000,
 )
-"""The built-in level: never declines, logs hidden causes at WARNING."""
+"""The built-in level: never declines, logs hidden causes at WARNING; the model's own
+mistakes get toolguard's bounded message naming what was wrong."""
 
 
 @attrs.frozen
@@ -107,13 +111,15 @@ class Resolved:
     """One tool's policy with the precedence chain applied (built once, read per call).
 
     ``chain`` is every handler that will be asked, in order, as ``Setting(handler,
-    level)``; ``settings`` holds each scalar's first setting level. The scalar
+    level)``; ``invalid_chain`` the same for ``on_invalid_call`` (the model's own
+    mistakes); ``settings`` holds each scalar's first setting level. The scalar
     values are also plain attributes, for the hot path.
     """
 
     __slots__ = (
         "breaker",
         "chain",
+        "invalid_chain",
         "is_async",
         "log_frames",
         "log_level",
@@ -128,10 +134,16 @@ class Resolved:
         "timeout",
     )
 
-    def __init__(self, chain: tuple[Setting, ...], settings: dict[str, Setting]) -> None:
+    def __init__(
+        self,
+        chain: tuple[Setting, ...],
+        settings: dict[str, Setting],
+        invalid_chain: tuple[Setting, ...] = (),
+    ) -> None:
         self.chain = chain
+        self.invalid_chain = invalid_chain
         self.settings = settings
-        self.is_async = any(setting.value.is_async for setting in chain)
+        self.is_async = any(setting.value.is_async for setting in (*chain, *invalid_chain))
         self.return_direct: ReturnDirect = settings["return_direct"].value
         self.log_level: str = settings["log_level"].value
         self.redact: tuple[str, ...] = settings["redact"].value
@@ -145,12 +157,14 @@ class Resolved:
         self.max_logged_arguments: int | None = settings["max_logged_arguments"].value
 
     def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
-        """Each setting's effective value and level; ``on_error`` is the whole chain."""
-        return {"on_error": self.chain, **self.settings}
+        """Each setting's effective value and level; ``on_error`` and ``on_invalid_call``
+        are their whole chains."""
+        return {"on_error": self.chain, "on_invalid_call": self.invalid_chain, **self.settings}
 
     def async_handler(self) -> Setting | None:
-        """The first handler of the chain that can only run on the async path."""
-        return next((setting for setting in self.chain if setting.value.is_async), None)
+        """The first handler of either chain that can only run on the async path."""
+        both = (*self.chain, *self.invalid_chain)
+        return next((setting for setting in both if setting.value.is_async), None)
 
 
 _RANK: Final = {level: rank for rank, level in enumerate(LEVELS)}
@@ -165,19 +179,21 @@ def resolve(layers: Iterable[Layer]) -> Resolved:
     never declines and every scalar has a value.
     """
     chain: list[Setting] = []
+    invalid_chain: list[Setting] = []
     settings: dict[str, Setting] = {}
     ordered = sorted(layers, key=lambda layer: _RANK[layer.level])
     for layer in (*ordered, Layer("builtin", BUILTIN)):
         policy = layer.policy
-        if policy.on_error is not UNSET:
-            chain.extend(
-                Setting(member, layer.level, layer.source) for member in policy.on_error.members()
-            )
+        for handler, into in ((policy.on_error, chain), (policy.on_invalid_call, invalid_chain)):
+            if handler is not UNSET:
+                into.extend(
+                    Setting(member, layer.level, layer.source) for member in handler.members()
+                )
         for name in SCALAR_FIELDS:
             value = getattr(policy, name)
             if value is not UNSET and name not in settings:
                 settings[name] = Setting(value, layer.level, layer.source)
-    return Resolved(tuple(chain), settings)
+    return Resolved(tuple(chain), settings, tuple(invalid_chain))
 
 
 # --- the override level: exact names, then globs ------------------------------------

@@ -22,7 +22,8 @@ What toolguard raises or answers with:
 * hidden failures: :class:`ResultNotSerializable` (a return value with no JSON form),
   :class:`InjectionError` (the application did not supply an injected value);
 * :class:`ToolDefinitionError`: a tool, policy or dispatcher declared wrongly, raised
-  when it is declared.
+  when it is declared; :class:`InvalidOption`, its subclass, for a bad option (an
+  unknown option name, or a value an option does not take), wherever it is given.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "ControlFlow",
     "InjectionError",
     "InvalidArguments",
+    "InvalidOption",
     "ModelRetriesExhausted",
     "ResultNotSerializable",
     "RetryWithFeedback",
@@ -175,6 +177,22 @@ class ToolCallFailed(Exception):
 
 class ToolDefinitionError(ValueError):
     """A tool, policy or dispatcher was declared wrongly (raised at import time)."""
+
+
+class InvalidOption(ToolDefinitionError, TypeError):
+    """A bad option: an unknown option name, or a value the option does not take.
+
+    The one type raised for a bad option wherever it is given: ``@tool(...)``,
+    ``ToolPolicy(...)``, ``Dispatcher(...)``, ``configure(...)``, a handler string
+    (``on_error="fial"``) and a policy file (:class:`~toolguard.PolicyFileError` is a
+    subclass). The message names the option, suggests the closest allowed name or
+    value ("did you mean ...?") and lists everything allowed.
+
+    It is a :class:`ToolDefinitionError`, hence a ``ValueError``, and also a
+    ``TypeError``: the ``except`` clauses written for the types these calls raised
+    before (``TypeError`` for an unknown keyword, ``ValueError`` for a bad value)
+    keep working.
+    """
 
 
 class ResultNotSerializable(TypeError):

@@ -11,15 +11,19 @@ Handlers compose like a sentence::
     on(TimeoutError, "Search timed out; try again later.") | fail_unless_visible
 
 A plain callable ``(error, context) -> content | None`` (sync or async) and a plain
-string (a fixed message) are handlers too, on either side of ``|``. In fixed
-messages ``{error_id}`` and ``{tool}`` are replaced literally; no other braces
-are interpreted. Subclass :class:`Handler` for a handler of your own.
+string are handlers too, on either side of ``|``, meaning what they mean in a policy
+file: a handler's name (``"fail"``) is that handler, a misspelt name (``"fial"``) is
+refused with a suggestion, any other string is a fixed message that keeps
+model-visible messages (``generic_unless_visible(message)``). :func:`always` replaces
+those too. In fixed messages ``{error_id}`` and ``{tool}`` are replaced literally; no
+other braces are interpreted. Subclass :class:`Handler` for a handler of your own.
 """
 
 from toolguard._handlers import (
     Handler,
     HandlerContext,
     HandlerLike,
+    always,
     fail,
     fail_unless_visible,
     generic_unless_visible,
@@ -31,6 +35,7 @@ __all__ = [
     "Handler",
     "HandlerContext",
     "HandlerLike",
+    "always",
     "fail",
     "fail_unless_visible",
     "generic_unless_visible",

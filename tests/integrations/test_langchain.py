@@ -36,7 +36,7 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
-from toolguard.handlers import fail
+from toolguard.handlers import always, fail
 from toolguard.integrations.langchain import (
     ToolguardMiddleware,
     as_langchain_tool,
@@ -202,7 +202,7 @@ def test_dispatcher_overrides_and_defaults_apply_to_its_tools(logs: Logs) -> Non
     guard = Dispatcher(
         [charge, find_order],
         on_error="Agent default: {tool} failed ({error_id}).",
-        overrides={"find_*": ToolPolicy(on_error="Override: orders are offline.")},
+        overrides={"find_*": ToolPolicy(on_error=always("Override: orders are offline."))},
     )
     messages, _ = run(
         as_langchain_tools(guard),
@@ -462,7 +462,7 @@ def test_middleware_applies_agent_defaults_and_overrides_to_plain_tools(logs: Lo
     guard = Dispatcher(
         [],
         on_error="Agent default: {tool} failed ({error_id}).",
-        overrides={"look*": ToolPolicy(on_error="Override: orders are offline.")},
+        overrides={"look*": ToolPolicy(on_error=always("Override: orders are offline."))},
     )
     messages, _ = run(
         [pay, lookup],
@@ -482,7 +482,7 @@ def test_middleware_applies_exact_name_overrides_to_plain_tools_named_external()
         external_tools=[lookup.name, finish_report.name],
         overrides={
             "look*": ToolPolicy(on_error="Glob: orders are offline."),
-            "lookup": ToolPolicy(on_error="Exact: orders are offline."),  # beats the glob
+            "lookup": ToolPolicy(on_error=always("Exact: orders are offline.")),  # beats the glob
             "finish_report": ToolPolicy(return_direct=True),
         },
     )

@@ -25,7 +25,7 @@ from langgraph.types import Command, interrupt
 
 import toolguard
 from toolguard import Breaker, Dispatcher, Retry, RetryWithFeedback, ToolError, ToolPolicy
-from toolguard.handlers import generic_unless_visible, on
+from toolguard.handlers import always, generic_unless_visible, on
 from toolguard.integrations.langchain import ToolguardMiddleware, ToolguardWarning
 
 from .langchain_helpers import (
@@ -241,7 +241,7 @@ def test_a_tool_exception_still_matches_handlers_for_its_type() -> None:
         middleware=[
             guard(
                 "reserve",
-                overrides={"reserve": ToolPolicy(on_error=on(OutOfStock, "Sold out."))},
+                overrides={"reserve": ToolPolicy(on_error=on(OutOfStock, always("Sold out.")))},
             )
         ],
     )

@@ -44,7 +44,7 @@ from toolguard import (
     ToolPolicy,
 )
 from toolguard._precedence import BUILTIN_MESSAGE
-from toolguard.handlers import fail
+from toolguard.handlers import always, fail
 from toolguard.integrations.openai_agents import (
     as_function_tool,
     as_function_tools,
@@ -300,7 +300,7 @@ async def test_dispatcher_overrides_and_defaults_apply_to_its_tools(logs: Logs) 
     guard = Dispatcher(
         [charge, find_order],
         on_error="Agent default: {tool} failed ({error_id}).",
-        overrides={"find_*": ToolPolicy(on_error="Override: orders are offline.")},
+        overrides={"find_*": ToolPolicy(on_error=always("Override: orders are offline."))},
     )
     result, model = await run(
         as_function_tools(guard),

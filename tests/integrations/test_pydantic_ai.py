@@ -53,7 +53,7 @@ from toolguard import (
     ToolPolicy,
 )
 from toolguard._precedence import BUILTIN_MESSAGE
-from toolguard.handlers import fail
+from toolguard.handlers import always, fail
 from toolguard.integrations.pydantic_ai import (
     ToolguardCapability,
     as_pydantic_ai_tool,
@@ -330,7 +330,7 @@ async def test_dispatcher_overrides_and_defaults_apply_to_its_tools(logs: Logs) 
     guard = Dispatcher(
         [charge, find_order],
         on_error="Agent default: {tool} failed ({error_id}).",
-        overrides={"find_*": ToolPolicy(on_error="Override: orders are offline.")},
+        overrides={"find_*": ToolPolicy(on_error=always("Override: orders are offline."))},
     )
     script = Script(
         [call("charge", {"card": "1"}, "c1"), call("find_order", {"order_id": 42}, "c2")],
