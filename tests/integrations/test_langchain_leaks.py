@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 import pydantic
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents import create_agent
@@ -42,6 +43,7 @@ from .._hypothesis import PROFILE
 from ..test_leaks import (
     NOOP_RETRY,
     VISIBLE_MESSAGES,
+    HostileGetattr,
     Plan,
     Stage,
     clean_globals,
@@ -218,7 +220,12 @@ def test_a_plain_tools_hidden_cause_never_reaches_the_model_and_is_logged_once(
             assert answer.response_metadata["toolguard"]["error_id"] == event["error_id"]
         else:  # a handler failed the run (each failed call logged; one call's error escapes)
             assert outcome.failed is not None
-            assert event["event"] == "tool_call_failed"
+            if event["event"] == "tool_error_hidden":
+                # answered, but the round's answers were lost with the run a sibling's
+                # handler failed
+                assert outcome.failed.call_id != call_id
+            else:
+                assert event["event"] == "tool_call_failed"
             if outcome.failed.call_id == call_id:
                 assert outcome.failed.error_id == event["error_id"]
 
@@ -288,3 +295,35 @@ def toolguard_sendable(message: str) -> str:
     from toolguard._text import utf8
 
     return utf8(message)
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_an_exception_langgraph_trips_over_is_still_the_hidden_cause(is_async: bool) -> None:
+    """LangGraph's ToolNode asks a failed tool's exception ``is_invalid_resume``, by
+    reading an attribute; an API client's exception whose ``__getattr__`` raises
+    ``KeyError`` makes that check raise instead. The tool's own exception is still the
+    hidden cause: answered with an error id, logged once as itself, never sent."""
+    secret = "sk-getattr-4f1c"
+
+    @lc_tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise HostileGetattr(f"api said {secret}", {})
+
+    calls = [{"name": "lookup", "args": {"key": "k"}, "id": "c1"}]
+    agent = create_agent(
+        ScriptedModel(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")])),
+        tools=[lookup],
+        middleware=[ToolguardMiddleware(Dispatcher([], external_tools=["lookup"]))],
+    )
+    start: Any = {"messages": [HumanMessage("go")]}
+    with capture_logs() as events:
+        if is_async:
+            messages = asyncio.run(agent.ainvoke(start))["messages"]
+        else:
+            messages = agent.invoke(start)["messages"]
+    [answer] = tool_messages(messages).values()
+    assert answer.status == "error" and secret not in answer.model_dump_json()
+    [event] = [e for e in events if e["event"] == "tool_error_hidden"]
+    assert isinstance(event["exc_info"], HostileGetattr)
+    assert answer.response_metadata["toolguard"]["error_id"] == event["error_id"]

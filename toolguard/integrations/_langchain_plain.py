@@ -178,6 +178,21 @@ class Probe:
         object.__setattr__(tool, "_arun", arun_)
         self.tool = tool
 
+    def tripped(self, error: Exception) -> Exception | None:
+        """The body's own exception, when ``error`` is what LangChain's or LangGraph's
+        code raised while looking at it (``is_invalid_resume`` reading an attribute of
+        an exception whose ``__getattr__`` raises): the body's failure is what toolguard
+        answers and logs. ``None`` when ``error`` is anything else."""
+        raised = self.raised
+        if (
+            not isinstance(raised, Exception)
+            or error is raised
+            or error.__context__ is not raised
+            or is_control_flow(error)
+        ):
+            return None
+        return raised
+
     def answered_inside(self, outcome: object) -> bool:
         """Whether the body raised and yet an error message came back: something
         inside the middleware answered the exception before toolguard saw it."""

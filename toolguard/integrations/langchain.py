@@ -356,6 +356,11 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 return call_with_timeout(pools, run, tool=call.name, seconds=timeout)
             except Raised as raised:
                 error = raised.error
+            except Exception as other:
+                own = None if probe is None else probe.tripped(other)
+                if own is None:
+                    raise
+                error = own
             raise error  # outside the except: the tool's exception keeps its own context
 
         return attempt
@@ -381,6 +386,11 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 )
             except Raised as raised:
                 error = raised.error
+            except Exception as other:
+                own = None if probe is None else probe.tripped(other)
+                if own is None:
+                    raise
+                error = own
             raise error
 
         return attempt
