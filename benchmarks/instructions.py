@@ -42,6 +42,9 @@ CASES = (
     "tool_error",
     "invalid_arguments",
     "unknown_tool",
+    "dispatch_dict_telemetry",
+    "adispatch_async_telemetry",
+    "hidden_failure_telemetry",
 )
 
 
@@ -94,6 +97,8 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
             return error
         return value
 
+    if case.endswith("_telemetry"):  # telemetry on: the SDK, its spans exported to a no-op
+        _telemetry_on()
     if case == "dispatch_dict_general":  # the plan that decides nothing in advance
         from toolguard import _runner
 
@@ -112,6 +117,9 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
     bad_call, unknown_call = call("add", {"a": "x"}), call("ad", arguments)
     one = [async_call]
     return {
+        "dispatch_dict_telemetry": lambda: d.dispatch(dict_call),
+        "adispatch_async_telemetry": lambda: loop.run_until_complete(d.adispatch(async_call)),
+        "hidden_failure_telemetry": lambda: d.dispatch(boom_call),
         "floor": floor,
         "dispatch_dict": lambda: d.dispatch(dict_call),
         "dispatch_dict_general": lambda: d.dispatch(dict_call),
@@ -125,6 +133,33 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
         "invalid_arguments": lambda: d.dispatch(bad_call),
         "unknown_tool": lambda: d.dispatch(unknown_call),
     }
+
+
+def _telemetry_on() -> None:
+    """``configure(telemetry=True)`` under the OpenTelemetry SDK: every span is
+    recorded and handed to an exporter that does nothing (synchronously, so no
+    background thread is counted), and every measurement is aggregated."""
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        SimpleSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    import toolguard
+
+    class NoOp(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(NoOp()))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    toolguard.configure(telemetry=True)
 
 
 def child(case: str, calls: int) -> None:
