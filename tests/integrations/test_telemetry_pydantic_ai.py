@@ -57,7 +57,7 @@ def find_order(order_id: int) -> str:
 
 
 def script() -> FunctionModel:
-    steps = [
+    steps: list[list[Any]] = [
         [
             ToolCallPart("charge", {"card": "4242"}, tool_call_id="call_charge"),
             ToolCallPart("find_order", {"order_id": 7}, tool_call_id="call_order"),
@@ -124,7 +124,9 @@ async def test_toolguard_spans_nest_under_pydantic_ais_tool_spans(logs: Logs) ->
     ]
     assert event["error_id"] == hidden["toolguard.error_id"]
     assert hidden["toolguard.error_id"] in str(sent.content)
-    assert event["span_id"] == format(ours["call_charge"].context.span_id, "016x")  # type: ignore[union-attr]
+    charged = ours["call_charge"].context
+    assert charged is not None
+    assert event["span_id"] == format(charged.span_id, "016x")
 
     # the framework records content on its spans; the hidden cause is in none of them
     for span in everything:
