@@ -50,7 +50,7 @@ class _Entry(Protocol):
     description: str | None
 
 
-class Runner(Protocol):
+class Pipelines(Protocol):
     """What the hooks need of ``_runner.Runner`` (which imports this module)."""
 
     entries: dict[str, Any]
@@ -347,7 +347,7 @@ class Traced:
 # --- the runner's call ---------------------------------------------------------------
 
 
-def _begin(runner: Runner, call: ToolCall) -> Traced:
+def _begin(runner: Pipelines, call: ToolCall) -> Traced:
     otel = _otel
     assert otel is not None
     try:
@@ -360,7 +360,7 @@ def _begin(runner: Runner, call: ToolCall) -> Traced:
 
 
 def dispatch(
-    runner: Runner,
+    runner: Pipelines,
     call: ToolCall,
     policy: Any,
     context: Any,
@@ -386,7 +386,7 @@ def dispatch(
 
 
 async def adispatch(
-    runner: Runner,
+    runner: Pipelines,
     call: ToolCall,
     policy: Any,
     context: Any,
