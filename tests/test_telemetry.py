@@ -511,3 +511,21 @@ def test_calls_are_counted_by_tool_and_outcome_and_timed() -> None:
     assert timed("add") - before["timed_add"] == 3
     # a tool another framework ran: toolguard did not bound its run, so it is not timed
     assert timed("web_search") - before["timed_ext"] == 0
+
+
+@pytest.mark.usefixtures("telemetry")
+def test_a_handler_that_raises_fails_the_span_with_the_id_it_was_logged_with(logs: Logs) -> None:
+    """The handler's bug propagates; the span names the tool's exception and the id."""
+
+    def buggy(error: Exception, context: Any) -> str:
+        raise KeyError("the handler's own bug")
+
+    broken = tool(name="broken", check_docstring=False, on_error=buggy)(charge.__wrapped__)
+    with Dispatcher([broken]) as d, pytest.raises(KeyError):
+        d.dispatch(call("broken", {"card": "1"}))
+    [event] = [e for e in logs if e["event"] == "handler_raised"]
+    found = attributes(only_span())
+    assert found["toolguard.outcome"] == "failed"
+    assert found["toolguard.answered_by"] == "tool"
+    assert found["error.type"] == "RuntimeError"
+    assert found["toolguard.error_id"] == event["error_id"]
