@@ -187,12 +187,10 @@ class Runner:
         context: Any,
         step: Step | None,
         framework_values: Mapping[str, Any] | None = None,
-        *,
-        traced: bool = False,
     ) -> ToolResult:
         """One call on this thread (the sync pipeline); with telemetry on, inside its
-        span (``traced``: the span is open)."""
-        if _telemetry.on and not traced:
+        span (opened here unless it is open for this call already)."""
+        if _telemetry.on and _telemetry.outside(call):
             return _telemetry.dispatch(self, call, policy, context, step, framework_values)
         try:
             entry = self.entries.get(call.name)
@@ -290,12 +288,10 @@ class Runner:
         step: Step | None,
         offload: bool,
         framework_values: Mapping[str, Any] | None = None,
-        *,
-        traced: bool = False,
     ) -> ToolResult:
         """One call on the running event loop (the async pipeline); with telemetry on,
         inside its span."""
-        if _telemetry.on and not traced:
+        if _telemetry.on and _telemetry.outside(call):
             return await _telemetry.adispatch(
                 self, call, policy, context, step, offload, framework_values
             )

@@ -62,8 +62,6 @@ class Pipelines(Protocol):
         context: Any,
         step: Step | None,
         framework_values: Mapping[str, Any] | None = None,
-        *,
-        traced: bool = False,
     ) -> ToolResult: ...
 
     async def adispatch(
@@ -74,8 +72,6 @@ class Pipelines(Protocol):
         step: Step | None,
         offload: bool,
         framework_values: Mapping[str, Any] | None = None,
-        *,
-        traced: bool = False,
     ) -> ToolResult: ...
 
 
@@ -89,6 +85,7 @@ __all__ = [
     "configure",
     "dispatch",
     "failure",
+    "outside",
     "reset",
     "retry",
     "settings",
@@ -374,7 +371,7 @@ def dispatch(
     token = otel.context.attach(otel.trace.set_span_in_context(traced.span))
     opened = _open.set(traced)
     try:
-        result = runner.dispatch(call, policy, context, step, framework_values, traced=True)
+        result = runner.dispatch(call, policy, context, step, framework_values)
     except BaseException as error:
         traced.raised(error)
         raise
@@ -401,9 +398,7 @@ async def adispatch(
     token = otel.context.attach(otel.trace.set_span_in_context(traced.span))
     opened = _open.set(traced)
     try:
-        result = await runner.adispatch(
-            call, policy, context, step, offload, framework_values, traced=True
-        )
+        result = await runner.adispatch(call, policy, context, step, offload, framework_values)
     except BaseException as error:
         traced.raised(error)
         raise
@@ -412,6 +407,12 @@ async def adispatch(
         otel.context.detach(token)
     traced.finish(result)
     return result
+
+
+def outside(call: ToolCall) -> bool:
+    """Whether ``call`` still needs its span (none is open for this very call)."""
+    traced = _open.get()
+    return traced is None or traced.call is not call
 
 
 def retry(attempt: int, error: BaseException | None, wait: float) -> None:
