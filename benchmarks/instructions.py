@@ -59,6 +59,8 @@ OWN_CASES = (
     "tool_error",
     "invalid_arguments",
     "unknown_tool",
+    "dispatch_dict_telemetry",
+    "hidden_failure_telemetry",
 )
 # compare.py's rows, counted as compare.py runs them: (yardstick, case) pairs
 PAIRS = (
@@ -70,6 +72,33 @@ PAIRS = (
     ("floor_large_1m_fail", "dispatch_large_1m_fail"),
 )
 CASES = OWN_CASES + tuple(key for pair in PAIRS for key in pair)
+
+
+def _telemetry_on() -> None:
+    """``configure(telemetry=True)`` under the OpenTelemetry SDK: every span is
+    recorded and handed to an exporter that does nothing (synchronously, so no
+    background thread is counted), and every measurement is aggregated."""
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        SimpleSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    import toolguard
+
+    class NoOp(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(NoOp()))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    toolguard.configure(telemetry=True)
 
 
 def _cases(case: str) -> dict[str, Callable[[], Any]]:
@@ -135,7 +164,11 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
     dict_call, json_call = call("add", arguments), call("add", '{"a": 1, "b": 2}')
     boom_call, refuse_call = call("boom", arguments), call("refuse", arguments)
     bad_call, unknown_call = call("add", {"a": "x"}), call("ad", arguments)
+    if case.endswith("_telemetry"):  # telemetry on: the SDK, its spans exported to a no-op
+        _telemetry_on()
     return {
+        "dispatch_dict_telemetry": lambda: d.dispatch(dict_call),
+        "hidden_failure_telemetry": lambda: d.dispatch(boom_call),
         "floor": floor,
         "dispatch_dict": lambda: d.dispatch(dict_call),
         "dispatch_dict_general": lambda: d.dispatch(dict_call),

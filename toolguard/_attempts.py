@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar
 
 import tenacity
 
+from toolguard import _telemetry
 from toolguard._logging import emit
 from toolguard._pools import Pools
 from toolguard._resilience import Retry
@@ -63,6 +64,7 @@ def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Atte
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
+        wait = round(state.upcoming_sleep, 3)
         emit(
             "debug",
             "tool_retry",
@@ -70,8 +72,10 @@ def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Atte
             call_id=call_id,
             attempt=state.attempt_number,
             error_type=type(error).__name__,
-            wait=round(state.upcoming_sleep, 3),
+            wait=wait,
         )
+        if _telemetry.on:  # the attempt as an event of the call's span
+            _telemetry.retry(state.attempt_number, error, wait)
 
     def after(state: tenacity.RetryCallState) -> None:
         counter.count = state.attempt_number

@@ -13,7 +13,9 @@ import threading
 import attrs
 from typing_extensions import Unpack
 
+from toolguard import _telemetry
 from toolguard._policy import PolicyOptions, ToolPolicy, policy_from_options
+from toolguard._telemetry import RecordException
 
 __all__ = ["configure", "get_config", "reset_defaults"]
 
@@ -22,7 +24,12 @@ _policy = ToolPolicy()
 _version = 0
 
 
-def configure(**options: Unpack[PolicyOptions]) -> None:
+def configure(
+    *,
+    telemetry: bool | None = None,
+    record_exception: RecordException | None = None,
+    **options: Unpack[PolicyOptions],
+) -> None:
     """Set global defaults; only the options given change.
 
     Accepts the :class:`~toolguard.ToolPolicy` fields
@@ -30,9 +37,16 @@ def configure(**options: Unpack[PolicyOptions]) -> None:
     ``max_result_chars``, ``timeout``, ``retries``, ``breaker``, ``max_model_retries``,
     ``model_retries_exhausted``, ``log_frames``, ``max_logged_arguments``). Pass
     ``UNSET`` to clear one. A bad option raises :class:`~toolguard.InvalidOption`.
+
+    ``telemetry=True`` puts every guarded call in an OpenTelemetry span, with metrics
+    (extra ``otel``; see docs/telemetry.md); ``record_exception`` says what of a
+    failure's exception the span records: ``"type"`` (the default: its type and error
+    id), ``"full"`` (message and traceback too) or ``"none"``.
     """
     global _policy, _version
     changes = policy_from_options(options, where="configure()")  # unknown keys refused
+    if telemetry is not None or record_exception is not None:
+        _telemetry.configure(telemetry, record_exception)
     with _lock:
         _policy = attrs.evolve(_policy, **{name: getattr(changes, name) for name in options})
         _version += 1
@@ -46,6 +60,7 @@ def get_config() -> ToolPolicy:
 def reset_defaults() -> None:
     """Forget every ``configure()`` call."""
     global _policy, _version
+    _telemetry.reset()
     with _lock:
         _policy = ToolPolicy()
         _version += 1

@@ -375,4 +375,5 @@ def runner_for(
         guard,
         [(name, t.__wrapped__, t.spec.arguments, t.spec.is_async) for name, t in table.items()],
         Pools(max_workers, max_abandoned),
+        {name: t.spec.description for name, t in table.items()},
     )

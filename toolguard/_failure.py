@@ -17,6 +17,7 @@ from typing import Any, Final
 import attrs
 import tenacity
 
+from toolguard import _telemetry
 from toolguard._content import ERROR_LIMIT, sendable
 from toolguard._handlers import Handler, HandlerContext, fail
 from toolguard._logging import (
@@ -69,6 +70,7 @@ class Failure:
         "name",
         "resolved",
         "stop",
+        "traced",
     )
 
     def __init__(
@@ -104,6 +106,8 @@ class Failure:
         self.message = None if visible is None else sendable(visible, _limit(resolved))
         if step is not None:
             step.finished(name, resolved.breaker, raised, visible=visible is not None)
+        # telemetry: the span this failure is answered in (the runner's, or its own)
+        self.traced = _telemetry.failure(call, name) if _telemetry.on else None
 
     def context(self, setting: Setting) -> HandlerContext:
         """What the handler at ``setting`` is told about this failure."""
@@ -136,6 +140,8 @@ class Failure:
         }
         if self.attempts > 1:
             fields["attempts"] = self.attempts
+        if self.traced is not None:  # a log line and its trace find each other
+            self.traced.log_ids(fields)
         return fields
 
     def answered(self, content: Content, handler: Handler, context: HandlerContext) -> ToolResult:
@@ -164,7 +170,9 @@ class Failure:
         )
         return_direct = self.resolved.return_direct
         if not self.stop and return_direct is not NEVER and return_direct.applies(result):
-            return attrs.evolve(result, return_direct=True)
+            result = attrs.evolve(result, return_direct=True)
+        if self.traced is not None:
+            self.traced.answered(self.error, handler.name, context.level, result)
         return result
 
     def raised(self, raised: Exception, handler: Handler, context: HandlerContext) -> None:
@@ -173,14 +181,18 @@ class Failure:
             if raised.__cause__ is None:
                 raised.__cause__ = self.error
             emit("error", EVENT_FAILED, self._fields(handler, context, raised.error_id))
-            return
-        if is_control_flow(raised):
-            return
-        fields = self._fields(handler, context, self.error_id)
-        fields["handler_error"] = type(raised).__name__
-        emit("error", EVENT_HANDLER_RAISED, fields)
-        if raised.__cause__ is None and raised.__context__ is None:
-            raised.__context__ = self.error
+            error_id = raised.error_id
+        elif is_control_flow(raised):
+            error_id = None
+        else:
+            fields = self._fields(handler, context, self.error_id)
+            fields["handler_error"] = type(raised).__name__
+            emit("error", EVENT_HANDLER_RAISED, fields)
+            if raised.__cause__ is None and raised.__context__ is None:
+                raised.__context__ = self.error
+            error_id = self.error_id
+        if self.traced is not None:
+            self.traced.handler_raised(self.error, handler.name, context.level, raised, error_id)
 
 
 _MODEL_MISTAKES: Final = (InvalidArguments, UnknownTool)

@@ -19,7 +19,7 @@ from typing import Final
 
 import attrs
 
-from toolguard import _config
+from toolguard import _config, _telemetry
 from toolguard._content import checked, to_content, truncate
 from toolguard._failure import Failure
 from toolguard._marks import is_control_flow
@@ -257,7 +257,9 @@ class Guard:
         )
         return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
-            return attrs.evolve(result, return_direct=True)
+            result = attrs.evolve(result, return_direct=True)
+        if _telemetry.on:  # a span of its own, unless the runner has one open for the call
+            _telemetry.succeeded(call, name, result)
         return result
 
     def unknown_tool(self, call: ToolCall, name: str) -> UnknownTool:

@@ -8,7 +8,9 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
     Logged exactly once per failure, at the policy's ``log_level``, with
     ``exc_info`` set to the exception itself and the fields ``tool``, ``call_id``,
     ``error_id``, ``answered_by`` (the precedence level whose handler answered),
-    ``handler``, ``error_type`` and ``arguments`` (redacted).
+    ``handler``, ``error_type`` and ``arguments`` (redacted); with telemetry on and
+    the call's span recording, ``trace_id`` and ``span_id`` (hex), here and in the
+    two events below.
 ``tool_call_failed``
     A handler failed the invocation (``ToolCallFailed``), logged once at ERROR.
 ``handler_raised``

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from pydantic_core import ValidationError
 
-from toolguard import _config
+from toolguard import _config, _telemetry
 from toolguard._attempts import (
     GRACE,
     Attempts,
@@ -96,6 +96,7 @@ class Entry:
 
     __slots__ = (
         "arguments",
+        "description",
         "function",
         "is_async",
         "name",
@@ -113,8 +114,10 @@ class Entry:
         arguments: Arguments,
         is_async: bool,
         rules: Rules,
+        description: str | None = None,
     ) -> None:
         self.name = name
+        self.description = description  # for telemetry: gen_ai.tool.description
         self.function = function
         self.arguments = arguments
         # the validator itself, when the model's dict is all the function takes (no
@@ -135,11 +138,13 @@ class Runner:
         guard: Guard,
         tools: Iterable[tuple[str, Callable[..., Any], Arguments, bool]],
         pools: Pools,
+        descriptions: Mapping[str, str] | None = None,
     ) -> None:
         self.guard = guard
         self.pools = pools
+        described = descriptions or {}
         self.entries = {
-            name: Entry(name, function, arguments, is_async, guard.rules(name))
+            name: Entry(name, function, arguments, is_async, guard.rules(name), described.get(name))
             for name, function, arguments, is_async in tools
         }
         self._lock = threading.Lock()
@@ -183,7 +188,10 @@ class Runner:
         step: Step | None,
         framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
-        """One call on this thread (the sync pipeline)."""
+        """One call on this thread (the sync pipeline); with telemetry on, inside its
+        span (opened here unless it is open for this call already)."""
+        if _telemetry.on and _telemetry.outside(call):
+            return _telemetry.dispatch(self, call, policy, context, step, framework_values)
         try:
             entry = self.entries.get(call.name)
         except TypeError:  # an unhashable name (a list, a dict) is no tool's
@@ -281,7 +289,12 @@ class Runner:
         offload: bool,
         framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
-        """One call on the running event loop (the async pipeline)."""
+        """One call on the running event loop (the async pipeline); with telemetry on,
+        inside its span."""
+        if _telemetry.on and _telemetry.outside(call):
+            return await _telemetry.adispatch(
+                self, call, policy, context, step, offload, framework_values
+            )
         try:
             entry = self.entries.get(call.name)
         except TypeError:  # an unhashable name (a list, a dict) is no tool's
