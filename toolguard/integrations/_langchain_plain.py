@@ -127,10 +127,11 @@ def _arguments_of(tool: BaseTool) -> tuple[Arguments, frozenset[str]]:
 class Probe:
     """One call's copy of a plain tool: parsing and body wrapped (see the module)."""
 
-    __slots__ = ("raised", "tool")
+    __slots__ = ("in_body", "raised", "tool")
 
     def __init__(self, plain: PlainTool) -> None:
         self.raised: BaseException | None = None
+        self.in_body = False  # whether ``raised`` came from the body (not the parsing)
         tool = plain.tool.model_copy()
         parse, run, arun = tool._to_args_and_kwargs, tool._run, tool._arun
         name = plain.name
@@ -147,7 +148,7 @@ class Probe:
         def failed(error: Exception) -> Exception:
             if isinstance(error, Raised) or is_control_flow(error):
                 return error
-            probe.raised = error
+            probe.raised, probe.in_body = error, True
             if isinstance(error, pydantic.ValidationError):
                 return Raised(name, error)
             return error
@@ -185,7 +186,8 @@ class Probe:
         answers and logs. ``None`` when ``error`` is anything else."""
         raised = self.raised
         if (
-            not isinstance(raised, Exception)
+            not self.in_body
+            or not isinstance(raised, Exception)
             or error is raised
             or error.__context__ is not raised
             or is_control_flow(error)
