@@ -28,7 +28,6 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
-
 from pydantic import Field
 from structlog.testing import capture_logs
 

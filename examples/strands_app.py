@@ -24,7 +24,6 @@ from typing import Any
 from strands import Agent, tool
 from strands.models.model import Model
 from strands.types.tools import ToolContext
-
 from structlog.testing import capture_logs
 
 from toolguard import ToolError
