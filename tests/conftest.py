@@ -21,7 +21,10 @@ def _plain_tracebacks() -> None:
     tests render them plainly; what is rendered is the same event."""
     for processor in structlog.get_config()["processors"]:
         if isinstance(processor, structlog.dev.ConsoleRenderer):
-            processor.exception_formatter = structlog.dev.plain_traceback
+            if isinstance(getattr(type(processor), "exception_formatter", None), property):
+                processor.exception_formatter = structlog.dev.plain_traceback
+            else:  # structlog < 25: the constructor's argument, kept as it was given
+                processor._exception_formatter = structlog.dev.plain_traceback
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,9 @@ CONTRIBUTING.md, "Code blocks in docs"); the marked blocks are counted and repor
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +24,24 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 TIMEOUT = 120
 
 
+ENVIRONMENT = re.compile(r"^# example-environment: (\S+)$", re.M)
+
+
+def _runs_here(text: str) -> bool:
+    """False for a page whose blocks are marked ``# example-environment: MODULE`` (a
+    framework that cannot share this environment) when that module is missing: the
+    page runs in the framework's own environment (``.ci/extras``)."""
+    for module in ENVIRONMENT.findall(text):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False
+        except ModuleNotFoundError:  # "google.adk" without even "google"
+            return False
+    return True
+
+
 def _with_blocks() -> list[Path]:
-    return [page for page in PAGES if blocks(page.read_text())]
+    return [page for page in PAGES if blocks(text := page.read_text()) and _runs_here(text)]
 
 
 def _name(page: Path) -> str:

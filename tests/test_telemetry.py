@@ -198,16 +198,19 @@ OUTCOMES = [
     ("charge", {"card": "4242"}, "hidden_error", "RuntimeError", None, "builtin"),
     ("find_order", {"order_id": 42}, "visible_error", "toolguard.errors.ToolError", None, None),
     ("pick", {"color": "mauve"}, "visible_error", "toolguard.errors.RetryWithFeedback", None, None),
-    ("add", {"a": "x", "b": 2}, "invalid_call", "toolguard.errors.InvalidArguments", None, None),
-    ("ad", {"a": 1}, "unknown_tool", "toolguard.errors.UnknownTool", None, None),
+    # the model's mistakes: answered by on_invalid_call, whose built-in sends the message
+    ("add", {"a": "x", "b": 2}, "invalid_call", "toolguard.errors.InvalidArguments", "send", None),
+    ("ad", {"a": 1}, "unknown_tool", "toolguard.errors.UnknownTool", "send", None),
     ("slow", {}, "timeout", "toolguard.errors.ToolTimeout", None, None),
 ]
 
 
 @pytest.mark.usefixtures("telemetry")
-@pytest.mark.parametrize(("name", "arguments", "outcome", "error_type", "_h", "level"), OUTCOMES)
+@pytest.mark.parametrize(
+    ("name", "arguments", "outcome", "error_type", "handler", "level"), OUTCOMES
+)
 def test_each_failure_path_has_its_outcome_and_error_type(
-    name: str, arguments: dict[str, Any], outcome: str, error_type: str, _h: Any, level: Any
+    name: str, arguments: dict[str, Any], outcome: str, error_type: str, handler: Any, level: Any
 ) -> None:
     """ERROR status, ``error.type`` the exception's class, the handler and its level."""
     with dispatcher() as d:
@@ -218,7 +221,8 @@ def test_each_failure_path_has_its_outcome_and_error_type(
     assert found["toolguard.outcome"] == outcome
     assert found["error.type"] == error_type
     assert found["toolguard.answered_by"] == (level or "builtin")
-    assert found["toolguard.handler"].startswith("generic_unless_visible")
+    expected = "send_exception_message" if handler == "send" else "generic_unless_visible"
+    assert found["toolguard.handler"].startswith(expected)
     assert span.status.status_code is StatusCode.ERROR
     assert found.get("toolguard.error_id") == result.error_id
     [event] = span.events
