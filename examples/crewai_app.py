@@ -2,7 +2,7 @@
 
 Run: python examples/crewai_app.py   (offline: the model is a ``BaseLLM`` subclass
 playing a script of tool calls, CrewAI's way to bring a custom model; in CrewAI's own
-environment, see .ci/crewai)
+environment, see .ci/extras)
 
 The app is written as for plain CrewAI: ``@tool`` functions (one with
 ``result_as_answer=True``), an ``Agent``, a ``Task``, a ``Crew``. The one line

@@ -137,7 +137,7 @@ def _import_alone(module: str) -> tuple[str, int, str]:
 
 # Integrations whose framework cannot share this environment (its pins conflict with
 # the test extra): module -> the framework it needs. Each is imported, and tested, in
-# the framework's own environment (.ci/crewai); here only where that is installed.
+# the framework's own environment (.ci/extras); here only where that is installed.
 OWN_ENVIRONMENT: dict[str, str] = {
     "toolguard.integrations.crewai": "crewai",
     "toolguard.integrations._crewai_tools": "crewai",

@@ -6,7 +6,7 @@ agents, tasks, crews, the native function-calling loop, the text (ReAct) loop, t
 usage, caching and ``result_as_answer`` are CrewAI's own.
 
 CrewAI does not install beside toolguard's ``test`` extra (it pins ``openai<3`` and
-``mcp<2``): this module runs in CrewAI's own environment, ``.ci/crewai``.
+``mcp<2``): this module runs in CrewAI's own environment, ``.ci/extras``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import pytest
 
 pytest.importorskip(
-    "crewai", reason="CrewAI is tested in its own environment (.ci/crewai), not beside [test]"
+    "crewai", reason="CrewAI is tested in its own environment (.ci/extras), not beside [test]"
 )
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
