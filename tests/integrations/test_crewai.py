@@ -19,10 +19,6 @@ from typing import Annotated, Any
 
 import pytest
 
-pytest.importorskip(
-    "crewai", reason="CrewAI is tested in its own environment (.ci/extras), not beside [test]"
-)
-
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 

@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-
-pytest.importorskip("google.adk", reason="the google-adk extra is tested in its own environment")
-
 from google.adk.agents import LlmAgent
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.apps import App

@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import pytest
-
-pytest.importorskip("strands", reason="the strands extra is tested in its own environment")
-
 from pydantic import BaseModel
 from strands import Agent
 from strands import tool as strands_tool
