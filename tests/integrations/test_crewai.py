@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+
+with warnings.catch_warnings():  # CrewAI warns while it imports; the suite makes warnings errors
+    warnings.simplefilter("ignore")
+    import crewai  # noqa: F401 - imported first, before the variables below
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
 from toolguard.errors import ToolDefinitionError
 
-__all__ = ["guarded"]
+__all__ = ["declared_schema", "guarded"]
 
 
 def guarded(
@@ -33,3 +35,19 @@ def guarded(
             f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
         )
     return dispatcher, name
+
+
+def declared_schema(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
+    """A pydantic model that declares toolguard's JSON Schema as it is, for a framework
+    that reads a tool's schema from ``model_json_schema()`` (CrewAI's ``args_schema``,
+    LlamaIndex's ``fn_schema``). It has no fields, so the framework validates nothing
+    itself: toolguard does."""
+    schema = dict(parameters)
+
+    class ToolguardArguments(BaseModel):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return dict(schema)
+
+    ToolguardArguments.__name__ = ToolguardArguments.__qualname__ = f"{name}_arguments"
+    return ToolguardArguments

@@ -14,13 +14,14 @@ from typing import Any, Final
 from crewai.context import get_current_task_id
 from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
-from pydantic import BaseModel, PrivateAttr
+from pydantic import PrivateAttr
 
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
 from toolguard._session import Session
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolDefinitionError
+from toolguard.integrations._common import declared_schema
 
 __all__ = [
     "GuardedTool",
@@ -172,22 +173,6 @@ class GuardedTool(BaseTool):
 # --- a toolguard tool as a CrewAI tool ---------------------------------------------------
 
 
-def schema_model(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
-    """An ``args_schema`` that declares toolguard's JSON Schema as it is.
-
-    It has no fields, so CrewAI validates nothing itself: toolguard does.
-    """
-    schema = dict(parameters)
-
-    class ToolguardArguments(BaseModel):
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return dict(schema)
-
-    ToolguardArguments.__name__ = ToolguardArguments.__qualname__ = f"{name}_arguments"
-    return ToolguardArguments
-
-
 class ToolguardCrewTool(BaseTool):
     """A toolguard tool that CrewAI's agents run (see ``as_crewai_tool``)."""
 
@@ -220,7 +205,7 @@ class ToolguardCrewTool(BaseTool):
         made = cls(
             name=name,
             description=guarded.description or name,
-            args_schema=schema_model(name, guarded.parameters),
+            args_schema=declared_schema(name, guarded.parameters),
             result_as_answer=stop,
             cache_function=_cache_function(options.pop("cache_function", _DEFAULT_CACHE)),
             **options,

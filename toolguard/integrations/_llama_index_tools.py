@@ -28,13 +28,13 @@ from llama_index.core.instrumentation import dispatcher as instrumentation
 from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async_tool
 from llama_index.core.workflow import Context
-from pydantic import BaseModel
 
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
 from toolguard._session import Session
 from toolguard._values import Content, Image, ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolDefinitionError
+from toolguard.integrations._common import declared_schema
 
 __all__ = [
     "SESSION_KEY",
@@ -66,24 +66,6 @@ def blocks(content: Content) -> list[ContentBlock]:
         else TextBlock(text=block.text)
         for block in content
     ]
-
-
-def _schema_model(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
-    """A ``fn_schema`` that declares toolguard's JSON Schema as it is.
-
-    LlamaIndex builds what the model sees from ``fn_schema.model_json_schema()``
-    (``ToolMetadata.get_parameters_dict``); the model's arguments are validated by
-    toolguard, never by this class.
-    """
-    schema = dict(parameters)
-
-    class ToolguardSchema(BaseModel):
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return dict(schema)
-
-    ToolguardSchema.__name__ = ToolguardSchema.__qualname__ = f"{name}_schema"
-    return ToolguardSchema
 
 
 class _Answering(FunctionTool):
@@ -297,7 +279,7 @@ class ToolguardFunctionTool(_Answering):
         metadata = ToolMetadata(
             name=name,
             description=guarded.description,
-            fn_schema=_schema_model(name, guarded.parameters),
+            fn_schema=declared_schema(name, guarded.parameters),
             return_direct=return_direct,
         )
         ctx_name = self._context_params[0] if self._context_params else _CTX
