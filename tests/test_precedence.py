@@ -18,7 +18,7 @@ from tests._content import str_content
 from toolguard import Dispatcher, Setting, ToolCall, ToolPolicy, tool
 from toolguard._policy import UNSET
 from toolguard._precedence import LEVELS, Level
-from toolguard.handlers import on
+from toolguard.handlers import always, on
 
 SETTABLE: tuple[Level, ...] = ("call", "override", "tool", "agent", "global")
 PAIRS = [(hi, lo) for hi, lo in itertools.combinations(LEVELS, 2)]
@@ -257,3 +257,25 @@ def test_agent_policy_values_are_checked() -> None:
         Dispatcher([], policy=ToolPolicy())  # type: ignore[arg-type]
     with pytest.raises(toolguard.ToolDefinitionError, match="bad glob"):
         Dispatcher([], policy=toolguard.AgentPolicy(overrides={"[": ToolPolicy()}, source="f"))
+
+
+def test_unknown_names_take_their_overrides_and_follow_later_global_defaults() -> None:
+    """Names no override matches share one resolution of the agent level (issue 16);
+    it must still follow ``configure()`` and leave glob-matched names their override."""
+    dispatcher = Dispatcher(
+        [tool(name="lookup")(lambda: "x")],
+        overrides={"admin_*": ToolPolicy(on_invalid_call=always("no admin tools here"))},
+        on_invalid_call=on(KeyError, "agent declines"),
+    )
+
+    def answer(name: str) -> str:
+        return str_content(dispatcher.dispatch(ToolCall(name=name)))
+
+    assert answer("lookpu").startswith("There is no tool named 'lookpu'")
+    assert answer("admin_drop") == "no admin tools here"
+    toolguard.configure(on_invalid_call=always("global: unknown"))
+    assert answer("lookpu") == "global: unknown"  # seen before the change
+    assert answer("lookup_all") == "global: unknown"  # first seen after it
+    assert answer("admin_drop") == "no admin tools here"
+    toolguard.reset_defaults()
+    assert answer("lookup_all").startswith("There is no tool named 'lookup_all'")

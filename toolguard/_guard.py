@@ -80,6 +80,7 @@ class Guard:
             for name, policy in tools.items()
         }
         self._foreign: dict[str, Rules] = {}
+        self._unmatched = Rules("", self._agent)  # resolved once for every name no override names
         self._unknown_messages: dict[str, str] = {}
 
     def _read_overrides(
@@ -118,7 +119,16 @@ class Guard:
         """
         rules = self._rules.get(name) or self._foreign.get(name)
         if rules is None:
-            rules = Rules(name, (*self._overrides.layers(name), *self._agent))
+            matched = self._overrides.layers(name)
+            if matched:
+                rules = Rules(name, (*matched, *self._agent))
+            else:  # the agent level alone: its resolution is shared, not redone per name
+                shared = self._unmatched
+                if shared.version != _config._version:
+                    self._refresh(shared)
+                rules = Rules(name, shared.layers)
+                rules.version = shared.version  # read first: a newer resolution is only redone
+                rules.resolved = shared.resolved
             if len(name) <= _MAX_NAME:  # a longer name is no tool's: not worth keeping
                 if len(self._foreign) >= _FOREIGN_CACHE:
                     self._foreign.clear()

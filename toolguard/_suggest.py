@@ -2,23 +2,26 @@
 
 :func:`did_you_mean` is difflib's closest match. For an agent's tool names, which a
 model may miss on every call, :class:`Names` keeps an index of their three-letter
-pieces: only the :data:`CANDIDATES` names sharing the most pieces with the word are
-compared with difflib, and pieces shared by too many names to tell them apart are not
-looked at. So a miss costs about the same with ten tools or ten thousand.
+pieces. From each of the word's :data:`_SEEDS` rarest pieces, the names holding it
+are narrowed by each further piece in turn (rarest first; a piece that would leave
+none, the typo's own, is passed over), by set intersection in C, and the first
+:data:`CANDIDATES` left are compared with difflib. A piece held by more than
+:data:`_SEED_LIMIT` names tells too little to start from. So a miss costs about the
+same with ten tools or ten thousand, and a slip among thousands of alike names still
+finds its own.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final
 
 __all__ = ["CANDIDATES", "Names", "did_you_mean"]
 
-CANDIDATES: Final = 2  # names compared with difflib, once the index narrowed them down
-_COMMON: Final = 256  # a piece in more names than this tells nothing
-_PIECES: Final = 6  # the word's rarest pieces looked up
+CANDIDATES: Final = 2  # names compared with difflib from each seed, once narrowed down
+_SEEDS: Final = 2  # the word's rarest pieces each narrowing starts from
+_SEED_LIMIT: Final = 256  # a piece in more names than this is no place to start
 _LISTED: Final = 20  # names a message lists before saying how many more there are
 
 
@@ -41,7 +44,7 @@ class Names:
         shown = ", ".join(self.names[:_LISTED]) or "none"
         more = len(self.names) - _LISTED
         self.listing = f"{shown} (and {more} more)" if more > 0 else shown
-        self._index: dict[str, list[int]] | None = None
+        self._index: dict[str, frozenset[int]] | None = None
 
     def did_you_mean(self, word: str) -> str:
         """As :func:`did_you_mean`, over these names."""
@@ -50,16 +53,23 @@ class Names:
     def _candidates(self, word: str) -> list[str]:
         index = self._index
         if index is None:
-            index = {}
+            positions: dict[str, list[int]] = {}
             for position, name in enumerate(self.names):
                 for piece in _pieces(name):
-                    index.setdefault(piece, []).append(position)
-            self._index = index
-        found = [index.get(piece) for piece in _pieces(word[:64])]
-        # the rarest pieces tell names apart best; the commonest are not looked at
-        rare = sorted((p for p in found if p is not None and len(p) <= _COMMON), key=len)
-        hits: list[int] = []
-        for postings in rare[:_PIECES]:
-            hits += postings
-        shared = Counter(hits)  # counted in one go, in C
-        return [self.names[position] for position, _ in shared.most_common(CANDIDATES)]
+                    positions.setdefault(piece, []).append(position)
+            index = self._index = {piece: frozenset(p) for piece, p in positions.items()}
+        found = [holders for holders in map(index.get, _pieces(word[:64])) if holders]
+        found.sort(key=len)  # the rarest pieces tell names apart best
+        picked: set[int] = set()
+        for seed in found[:_SEEDS]:
+            if len(seed) > _SEED_LIMIT:
+                break
+            left = seed
+            for holders in found:
+                narrower = left & holders  # in C, over the smaller set
+                if narrower:  # else a piece of the typo's own: passed over
+                    left = narrower
+                    if len(left) <= CANDIDATES:
+                        break
+            picked.update(sorted(left)[:CANDIDATES])
+        return [self.names[position] for position in sorted(picked)]
