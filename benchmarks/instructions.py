@@ -69,6 +69,7 @@ OWN_CASES = (
 PAIRS = (
     ("adispatch_async", "arun_one"),
     ("floor_logged_json", "dispatch_hidden_json"),
+    ("floor_logged_console", "dispatch_hidden_console"),
     ("unknown_few_new", "unknown_many_new"),
     ("unknown_few_repeated", "unknown_many_repeated"),
     ("floor_large_100k_fail", "dispatch_large_100k_fail"),

@@ -9,6 +9,7 @@ every run (``RunConfig(tracing_disabled=True)``), so nothing tries to reach Open
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -259,15 +260,17 @@ def test_run_sync_runs_the_same_pipeline(logs: Logs) -> None:
         tool_use_behavior=tool_use_behavior(guard),
     )
 
-    # run_sync runs on the thread's default event loop and leaves it open: give it one
-    # this test closes, so no unclosed loop is left for the garbage collector.
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        result = Runner.run_sync(agent, "go", run_config=NO_TRACING)
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
+    # run_sync runs on its thread's default event loop, made if there is none, and leaves
+    # it open. A thread of its own: this thread's loop (pytest-asyncio's) is not
+    # replaced, and the loop run_sync made is closed, not left to the garbage collector.
+    def run_sync() -> Any:
+        try:
+            return Runner.run_sync(agent, "go", run_config=NO_TRACING)
+        finally:
+            asyncio.get_event_loop_policy().get_event_loop().close()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        result = thread.submit(run_sync).result()
 
     event = hidden_event(result, model, logs)
     answers = outputs(result)
