@@ -4,7 +4,6 @@ For every tool an agent calls, toolguard decides what the model is told, what is
 hidden and logged (once, with an error id), and whether the agent loop stops.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from toolguard._config import configure, get_config, reset_defaults
@@ -33,11 +32,6 @@ from toolguard.errors import (
     VisibleToModel,
     register_control_flow,
 )
-
-try:
-    __version__ = version("toolguard-agents")
-except PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "AgentPolicy",
@@ -86,6 +80,8 @@ __all__ = [
 if TYPE_CHECKING:
     from toolguard._files import PolicyFileError, load_policy
 
+    __version__: str
+
 
 def __getattr__(name: str) -> Any:
     # Policy files are read at start-up, if at all: their module loads on first use.
@@ -93,4 +89,8 @@ def __getattr__(name: str) -> Any:
         from toolguard import _files
 
         return getattr(_files, name)
+    if name == "__version__":  # importlib.metadata costs a third of the import: on first use
+        from toolguard._telemetry import distribution_version
+
+        return distribution_version()
     raise AttributeError(f"module 'toolguard' has no attribute {name!r}")

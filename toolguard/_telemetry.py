@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from toolguard._marks import is_control_flow
@@ -130,6 +129,16 @@ _open: contextvars.ContextVar[Traced | None] = contextvars.ContextVar(
 )
 
 
+def distribution_version() -> str:
+    """toolguard-agents' installed version (``toolguard.__version__``)."""
+    from importlib import metadata  # a third of toolguard's import time: read when asked
+
+    try:
+        return metadata.version("toolguard-agents")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a checkout, not installed
+        return "0+unknown"
+
+
 class _Otel:
     """The OpenTelemetry API objects, made once when telemetry is first turned on."""
 
@@ -138,10 +147,7 @@ class _Otel:
             from opentelemetry import context, metrics, trace
         except ImportError as error:
             raise ImportError(_INSTALL) from error
-        try:
-            version = metadata.version("toolguard-agents")
-        except metadata.PackageNotFoundError:  # pragma: no cover - a checkout, not installed
-            version = "0+unknown"
+        version = distribution_version()
         self.context = context
         self.trace = trace
         self.kind = trace.SpanKind.INTERNAL
