@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final, Literal, NotRequired
 
 import attrs
 import pydantic
+import pydantic.json_schema
 import pydantic_core
 from typing_extensions import TypedDict
 
@@ -341,7 +342,7 @@ def build_arguments(
     arguments_type.__pydantic_config__ = pydantic.ConfigDict(extra=extra, allow_inf_nan=False)
     try:
         adapter = pydantic.TypeAdapter(arguments_type)
-        schema = adapter.json_schema()
+        schema = adapter.json_schema(schema_generator=_ArgumentsSchema)
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
         raise ToolDefinitionError(
             f"tool {tool!r}: cannot build a schema for its arguments: {error}"
@@ -364,6 +365,25 @@ def build_arguments(
         context_params=tuple(context_params),
         framework=tuple(framework_params),
     )
+
+
+class _ArgumentsSchema(pydantic.json_schema.GenerateJsonSchema):
+    """pydantic's JSON Schema, the same on every supported pydantic: a nested stdlib
+    dataclass (an attrs class's stand-in too) is closed, since it rejects other keys
+    when validated, and described by its own docstring. pydantic 2.14 does both itself;
+    before it, neither."""
+
+    def dataclass_schema(self, schema: Any) -> Any:
+        json_schema = super().dataclass_schema(schema)
+        cls = schema["cls"]
+        if hasattr(cls, "__pydantic_config__") or json_schema.get("type") != "object":
+            return json_schema  # a pydantic dataclass says for itself
+        json_schema.setdefault("additionalProperties", False)
+        doc = cls.__doc__
+        # a dataclass without a docstring is given its signature as one: not a description
+        if "description" not in json_schema and doc and not doc.startswith(f"{cls.__name__}("):
+            json_schema["description"] = inspect.cleandoc(doc)
+        return json_schema
 
 
 def _strip_titles(schema: Any) -> None:
