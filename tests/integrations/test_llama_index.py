@@ -301,7 +301,12 @@ async def test_one_context_is_one_session_and_calls_of_one_message_are_one_step(
     await run(tools, second, ctx)
     assert await ctx.store.get(SESSION_KEY) == session_id
     assert dispatcher.session(id=session_id).state("lookup_order").model_retries == 2
-    assert script_answers_all(first, {"a", "b"}) and script_answers_all(second, {"c"})
+    assert script_answers_all(first, {"a", "b"})
+    answers = second.tool_messages()
+    assert answers["c"] == "Order numbers here are even; send the number again. (retry 2 of 5)"
+    # the reused Context may bring the first run's messages along (its memory is kept
+    # under pydantic < 2.14, skipped as unserialisable from 2.14): never other ones
+    assert set(answers) <= {"a", "b", "c"}
 
 
 def script_answers_all(script: Script, ids: set[str]) -> bool:
