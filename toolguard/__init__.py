@@ -92,5 +92,6 @@ def __getattr__(name: str) -> Any:
     if name == "__version__":  # importlib.metadata costs a third of the import: on first use
         from toolguard._telemetry import distribution_version
 
-        return distribution_version()
+        globals()["__version__"] = version = distribution_version()  # read once
+        return version
     raise AttributeError(f"module 'toolguard' has no attribute {name!r}")
