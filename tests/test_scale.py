@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests._content import str_content
-from toolguard import Dispatcher, ToolCall, ToolPolicy, tool
+from toolguard import Dispatcher, ToolCall, ToolPolicy, _logging, tool
 from toolguard._suggest import _SEEDS, CANDIDATES, Names
 
 MANY = 10_000
@@ -145,6 +145,62 @@ def test_a_json_string_of_arguments_is_bounded_too(logs: list[dict[str, Any]]) -
         logged["items"][-1].startswith("[toolguard: ") and "more items cut" in logged["items"][-1]
     )
     assert _logged_size(logged) < 3_000
+
+
+def test_a_long_json_string_is_parsed_only_as_far_as_the_event_can_show(
+    logs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[int] = []
+    real = _logging.pydantic_core.from_json
+
+    def counting(data: str, **options: Any) -> Any:
+        parsed.append(len(data))
+        return real(data, **options)
+
+    monkeypatch.setattr(_logging.pydantic_core, "from_json", counting)
+    raw = json.dumps({"text": "q" * 1_000_000})
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
+    assert parsed == [6 * 2_000]  # the log's one parse; validation is pydantic's own
+    logged = _hidden(logs)["arguments"]["text"]
+    assert logged == "q" * (2_000 - len("text") - 8) + "...[toolguard: more characters cut]"
+
+
+def test_a_prefix_that_the_bound_does_not_cut_is_marked_as_cut(
+    logs: list[dict[str, Any]],
+) -> None:
+    # white space parses to nothing: the prefix ends before the event's bound is spent
+    raw = '{"text": "a",' + " " * 20_000 + '"token": "sk-1", "items": ["b"]}'
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
+    assert _hidden(logs)["arguments"] == {
+        "text": "a",
+        "...": f"[toolguard: the rest of {len(raw)} characters of JSON cut]",
+    }
+
+
+def test_a_secret_in_a_cut_prefix_is_redacted_and_a_cut_key_is_not_shown(
+    logs: list[dict[str, Any]],
+) -> None:
+    raw = '{"token": "' + "s" * 20_000 + '", "text": "sk-2"}'
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
+    shown = _hidden(logs)["arguments"]
+    assert shown == {
+        "token": "[redacted]",
+        "...": f"[toolguard: the rest of {len(raw)} characters of JSON cut]",
+    }
+    # the prefix ends inside a key: the key's start is not shown as a key
+    raw = '{"text": "a",' + " " * (12_000 - 16) + '"token": "sk-3"}'
+    assert raw[:12_000].endswith('"to')
+    logs.clear()
+    Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
+    assert list(_hidden(logs)["arguments"]) == ["text", "..."]
+
+
+def test_unbounded_arguments_are_parsed_whole(logs: list[dict[str, Any]]) -> None:
+    raw = json.dumps({"text": "x", "items": ["y"] * 20_000})
+    Dispatcher([fails], max_logged_arguments=None).dispatch(
+        ToolCall(name="fails", arguments=raw, id="1")
+    )
+    assert _hidden(logs)["arguments"] == json.loads(raw)
 
 
 def test_the_bound_is_a_policy_setting(logs: list[dict[str, Any]]) -> None:

@@ -84,6 +84,22 @@ def normalised(key: str) -> str:
     return _SEPARATORS.sub("", key.lower())
 
 
+def _is_secret(pattern: re.Pattern[str], key: str) -> bool:
+    """Whether ``key``'s value is redacted under ``pattern``; remembered for short keys
+    (a tool's failures show the same few), never for long ones (the model's to choose)."""
+    if len(key) > _REMEMBERED_KEY:
+        return pattern.search(normalised(key)) is not None
+    return _is_secret_remembered(pattern, key)
+
+
+_REMEMBERED_KEY: Final = 64
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_secret_remembered(pattern: re.Pattern[str], key: str) -> bool:
+    return pattern.search(normalised(key)) is not None
+
+
 # toolguard's own generator: seeded from the OS, re-seeded in a forked child, never the
 # application's global `random` (whose seeding would repeat ids across processes, and
 # which drawing from would perturb an application's seeded stream)
@@ -114,6 +130,10 @@ def redact(value: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
 _SCALARS: Final = (str, int, float, bool, type(None))
 _CUT: Final = "...[toolguard: {count} more characters cut]"
 _MORE: Final = "[toolguard: {count} more items cut]"
+_CUT_PARTIAL: Final = "...[toolguard: more characters cut]"
+_MORE_PARTIAL: Final = "[toolguard: more items cut]"
+_REST: Final = "[toolguard: the rest of {size} characters of JSON cut]"
+_PREFIX_FACTOR: Final = 6  # JSON characters parsed per character an event can hold
 _ENTRY: Final = 4  # what an entry costs beyond its text: quotes, separator, space
 _NUMBER: Final = 8  # what a number, a bool or None costs
 _DIGITS_PER_BIT: Final = 0.30103  # log10(2): an int's digits from its bit length
@@ -126,7 +146,7 @@ def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: i
             return True
         if type(key) is not str or not key.isascii():
             return True
-        if pattern is not None and pattern.search(normalised(key)):
+        if pattern is not None and _is_secret(pattern, key):
             return True
         if type(item) is int and item.bit_length() > 64:
             return True
@@ -140,11 +160,15 @@ def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: i
 class _Walk:
     """One bounded, redacting copy of a value: ``left`` characters of text remain."""
 
-    __slots__ = ("left", "pattern")
+    __slots__ = ("left", "marked", "partial", "pattern")
 
-    def __init__(self, pattern: re.Pattern[str] | None, limit: int | None) -> None:
+    def __init__(
+        self, pattern: re.Pattern[str] | None, limit: int | None, *, partial: bool = False
+    ) -> None:
         self.pattern = pattern
         self.left = limit if limit is not None else -1  # -1: no limit
+        self.partial = partial  # a prefix's parse: what follows a cut is not counted
+        self.marked = False  # a cut was marked
 
     def value(self, value: Any, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -169,6 +193,7 @@ class _Walk:
         digits = int(value.bit_length() * _DIGITS_PER_BIT) + 1
         if 0 <= self.left < digits:
             self.left = 0
+            self.marked = True
             return f"[toolguard: a number of about {digits} digits cut]"
         self.spend(digits)
         return value
@@ -178,25 +203,27 @@ class _Walk:
         if self.left < 0:
             return text
         if len(text) > self.left:
-            cut = text[: self.left] + _CUT.format(count=len(text) - self.left)
+            marker = _CUT_PARTIAL if self.partial else _CUT.format(count=len(text) - self.left)
+            cut = text[: self.left] + marker
             self.left = 0
+            self.marked = True
             return cut
         self.left -= len(text)
         return text
+
+    def more(self, count: int) -> str:
+        self.marked = True
+        return _MORE_PARTIAL if self.partial else _MORE.format(count=count)
 
     def mapping(self, value: Mapping[Any, Any], depth: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         for position, (key, item) in enumerate(value.items()):
             if self.left == 0:
-                out["..."] = _MORE.format(count=len(value) - position)
+                out["..."] = self.more(len(value) - position)
                 break
             self.spend(2 * _ENTRY)
             shown_key = self.text(key) if isinstance(key, str) else key
-            if (
-                self.pattern is not None
-                and isinstance(key, str)
-                and self.pattern.search(normalised(key))
-            ):
+            if self.pattern is not None and isinstance(key, str) and _is_secret(self.pattern, key):
                 out[shown_key] = REDACTED
             else:
                 out[shown_key] = self.value(item, depth + 1)
@@ -206,7 +233,7 @@ class _Walk:
         out: list[Any] = []
         for position, item in enumerate(value):
             if self.left == 0:
-                out.append(_MORE.format(count=len(value) - position))
+                out.append(self.more(len(value) - position))
                 break
             self.spend(_ENTRY)
             out.append(self.value(item, depth + 1))
@@ -217,20 +244,53 @@ def arguments_for_log(arguments: Any, keys: tuple[str, ...], limit: int | None =
     """What of the model's arguments may appear in a log event: redacted, bounded.
 
     Parsed arguments pass through :func:`redact`; a JSON string is parsed by
-    pydantic-core (fast, and once); a raw string that could not be parsed cannot be
-    redacted, so only its length is logged.
+    pydantic-core, and when the event is bounded, only the prefix it could show: at
+    most ``6 * limit`` characters, so a megabyte of arguments is not parsed twice. A
+    raw string that could not be parsed cannot be redacted, so only its length is
+    logged.
     """
     if arguments is None or isinstance(arguments, Mapping):
         return redact(arguments, keys, limit) if arguments else {}
     if isinstance(arguments, str):
-        if not arguments.strip():
+        if not arguments or arguments.isspace():
             return {}
+        if limit is not None and len(arguments) > _PREFIX_FACTOR * limit:
+            return _prefix_for_log(arguments, keys, limit)
         try:
             parsed = pydantic_core.from_json(arguments)
         except ValueError:
-            return f"[unparsed, {len(arguments)} chars]"
+            return _unparsed(arguments)
         return redact(parsed, keys, limit)
     return f"[{type(arguments).__name__}]"
+
+
+def _prefix_for_log(arguments: str, keys: tuple[str, ...], limit: int) -> Any:
+    """:func:`redact` of what the first ``6 * limit`` characters of JSON parse to.
+
+    The prefix's last value may be cut short, and what follows it is not counted:
+    cuts are marked without counts, and when the walk's own bound cut nothing (a
+    prefix of mostly white space or escapes), the whole is marked.
+    """
+    try:
+        parsed = pydantic_core.from_json(
+            arguments[: _PREFIX_FACTOR * limit], allow_partial="trailing-strings"
+        )
+    except ValueError:
+        return _unparsed(arguments)
+    walk = _Walk(_redaction(keys), limit, partial=True)
+    shown = walk.value(parsed, 0)
+    if walk.marked:
+        return shown
+    rest = _REST.format(size=len(arguments))
+    if type(shown) is dict:
+        return {**shown, "...": rest}
+    if type(shown) is list:
+        return [*shown, rest]
+    return f"{shown}{rest}" if type(shown) is str else rest
+
+
+def _unparsed(arguments: str) -> str:
+    return f"[unparsed, {len(arguments)} chars]"
 
 
 def emit(log_level: str, event: str, fields: dict[str, Any] | None = None, /, **more: Any) -> None:
