@@ -128,6 +128,24 @@ def test_the_fast_error_constructor_builds_the_same_result() -> None:
     assert fast.__dict__.keys() == built.__dict__.keys()
 
 
+def test_the_fast_round_constructor_builds_the_same_round() -> None:
+    from toolguard._rounds import _round
+    from toolguard._values import Round
+
+    plain = ToolResult(call_id="a", name="t", content="1")
+    stops = ToolResult(call_id="b", name="t", content="2", return_direct=True)
+    also = ToolResult(call_id="c", name="t", content="3", return_direct=True)
+    assert _round((plain,), "any") == Round(results=(plain,))
+    assert _round((plain, stops, also), "any") == Round(
+        results=(plain, stops, also), stop=True, final=stops
+    )
+    assert _round((plain, stops), "all") == Round(results=(plain, stops))
+    assert _round((), "any") == Round(results=())
+    assert attrs.fields_dict(Round).keys() == {"results", "stop", "final"}
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        _round((plain,), "any").stop = True  # type: ignore[misc]
+
+
 def test_a_result_keeps_what_the_tool_returned_and_says_when_content_was_cut() -> None:
     from toolguard import Dispatcher, ToolCall, tool
 
