@@ -1,6 +1,7 @@
 """Per-call cost of a guarded tool call: toolguard against a bare call, a floor and its peers.
 
     python benchmarks/compare.py [--quick] [--toolguard-only] [--json PATH] [--markdown PATH]
+    python benchmarks/compare.py --only KEY[,KEY...]   # a few rows, for working on them
 
 One process, one run. Most cases time the same trivial tool, ``add(a: int, b: int)
 -> int``; the others (a dict result, nested and 100 KB / 1 MB arguments, unknown
@@ -41,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import importlib.metadata
@@ -1649,8 +1651,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--toolguard-only", action="store_true", help="only toolguard's own cases (no peers)"
     )
+    parser.add_argument(
+        "--only",
+        metavar="KEYS",
+        help="time only these rows (comma-separated keys; no imports, memory or JSON)",
+    )
     options = parser.parse_args(argv)
     mode = QUICK if options.quick else FULL
+    if options.only:
+        return _only(mode, options.only.split(","), toolguard_only=options.toolguard_only)
 
     started = time.perf_counter()
 
@@ -1740,6 +1749,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.markdown.write_text(
             render_markdown(rows) + "\n\n" + render_targets_markdown(targets) + "\n"
         )
+    return 0
+
+
+def _only(mode: Mode, keys: Sequence[str], *, toolguard_only: bool) -> int:
+    """``--only``: the named rows, timed interleaved as in a whole run, and the targets
+    they make up. For working on a few cases; its table is not the published one."""
+    configure_process()
+    own = toolguard_suites(mode)
+    suites = [
+        dataclasses.replace(suite, benches=picked)
+        for suite in (own if toolguard_only else (*own, *peer_suites()))
+        if (picked := tuple(b for b in suite.benches if b.key in keys))
+    ]
+    found = {b.key for suite in suites for b in suite.benches}
+    if missing := [key for key in keys if key not in found]:
+        print(f"no such row: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    harness = Harness(mode)
+    try:
+        rows = run_suites(harness, suites, lambda text: print(text, file=sys.stderr))
+    finally:
+        harness.close()
+    _finish(rows)
+    print(render_text(rows))
+    targets = evaluate_targets({row.key: row for row in rows})
+    print(render_targets([t for t in targets if t["measured"] is not None]))
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests._content import str_content
-from toolguard import Dispatcher, ToolCall, ToolPolicy, _logging, tool
+from toolguard import ControlFlow, Dispatcher, ToolCall, ToolCallFailed, ToolPolicy, _logging, tool
 from toolguard._suggest import _SEEDS, CANDIDATES, Names
 
 MANY = 10_000
@@ -279,3 +279,45 @@ def test_a_one_call_round_runs_in_the_caller_s_task() -> None:
 
     caller = asyncio.run(main())
     assert seen == [caller]
+
+
+class _Handoff(ControlFlow):
+    pass
+
+
+@tool(on_error="fail")
+async def _fails_the_invocation() -> str:
+    raise RuntimeError("db down")
+
+
+@tool
+async def _hands_off() -> str:
+    raise _Handoff
+
+
+@tool(return_direct=True)
+async def _final() -> str:
+    return "the answer"
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["dispatcher", "session"])
+async def test_a_one_call_round_answers_as_a_round_of_many_does(session: bool) -> None:
+    agent = Dispatcher([_fails_the_invocation, _hands_off, _final])
+    runs = agent.session() if session else agent
+
+    def one(name: str) -> list[ToolCall]:
+        return [ToolCall(name=name, arguments={}, id=name)]
+
+    with pytest.raises(ToolCallFailed) as failed:
+        await runs.arun(one("_fails_the_invocation"))
+    assert failed.value.round is not None
+    [answered] = failed.value.round.results
+    assert answered.is_error and answered.error_id == failed.value.error_id
+    with pytest.raises(_Handoff):
+        await runs.arun(one("_hands_off"))
+    stopped = await runs.arun(one("_final"))
+    assert stopped.stop and stopped.final is stopped.results[0]
+    assert str_content(stopped.final) == "the answer"
+    # an iterable, not only a list; and an empty round
+    assert [r.call_id for r in (await runs.arun(iter(one("_final")))).results] == ["_final"]
+    assert (await runs.arun([])).results == ()

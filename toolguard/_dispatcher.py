@@ -269,7 +269,15 @@ class Dispatcher:
 
         Cancelling ``arun`` cancels the running tools.
         """
-        return await self._rounds.arun(list(calls), policy, context, None)
+        calls = list(calls)
+        if len(calls) != 1:
+            return await self._rounds.arun(calls, policy, context, None)
+        # Rounds.arun's one call, awaited here: the frame less is a fifth of its cost
+        try:
+            outcome = await self._runner.adispatch(calls[0], policy, context, None, False)
+        except Exception as error:  # noqa: BLE001 - ToolCallFailed, control flow: the round decides
+            return self._rounds.one(calls, error)
+        return self._rounds.one(calls, outcome)
 
     # --- tools that ran elsewhere ------------------------------------------------------
 

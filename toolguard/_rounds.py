@@ -84,6 +84,13 @@ class Rounds:
         outcomes = [_outcome_of(future) for future in futures]
         return assemble_round(calls, outcomes, self.mode)
 
+    def one(self, calls: list[ToolCall], outcome: ToolResult | Exception) -> Round:
+        """The round of one call (``calls``), from what its dispatch returned or raised
+        (which then propagates as :func:`assemble_round` says)."""
+        if type(outcome) is ToolResult:
+            return _round((outcome,), self.mode)
+        return assemble_round(calls, [outcome], self.mode)
+
     async def arun(
         self,
         calls: list[ToolCall],
@@ -95,12 +102,10 @@ class Rounds:
         to the pool when there are several calls)."""
         if len(calls) == 1:  # no task to make: the one call runs right here
             try:
-                outcome: ToolResult | BaseException = await self.runner.adispatch(
-                    calls[0], policy, context, step, False
-                )
+                outcome = await self.runner.adispatch(calls[0], policy, context, step, False)
             except Exception as error:  # noqa: BLE001 - ToolCallFailed, control flow: the round decides
-                outcome = error
-            return assemble_round(calls, [outcome], self.mode)
+                return self.one(calls, error)
+            return self.one(calls, outcome)
         gathered = await asyncio.gather(
             *(self.runner.adispatch(call, policy, context, step, True) for call in calls),
             return_exceptions=True,
@@ -110,22 +115,18 @@ class Rounds:
 
 def _round(results: tuple[ToolResult, ...], mode: ReturnDirectMode) -> Round:
     """``Round(results=..., stop=..., final=...)`` for ``results``, built faster: the
-    frozen class's slots are set directly (a test pins that the round is equal)."""
+    instance dict is filled at once, as for a result (a test pins that it is equal)."""
     stop = False
     for result in results:
         if result.return_direct:
             stop = round_stops([r.return_direct for r in results], mode)
             break
     round_: Round = _new(Round)
-    _SET_RESULTS(round_, results)
-    _SET_STOP(round_, stop)
-    _SET_FINAL(round_, next(r for r in results if r.return_direct) if stop else None)
+    fields = round_.__dict__
+    fields["results"] = results  # in field order, as attrs' __init__ stores them
+    fields["stop"] = stop
+    fields["final"] = next(r for r in results if r.return_direct) if stop else None
     return round_
-
-
-_SET_RESULTS, _SET_STOP, _SET_FINAL = (
-    Round.__dict__[name].__set__ for name in ("results", "stop", "final")
-)
 
 
 def _wait_all(futures: Sequence[Future[ToolResult]]) -> None:

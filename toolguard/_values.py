@@ -183,7 +183,7 @@ def success(
     return result
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)  # not slotted, as ToolResult: one per round
 class Round:
     """The results of one round of parallel tool calls.
 
