@@ -13,10 +13,11 @@ import random
 import traceback
 from typing import Any
 
+import pydantic_core
 import pytest
 
 from tests._content import str_content
-from toolguard import ControlFlow, Dispatcher, ToolCall, ToolCallFailed, ToolPolicy, _logging, tool
+from toolguard import ControlFlow, Dispatcher, ToolCall, ToolCallFailed, ToolPolicy, tool
 from toolguard._suggest import _SEEDS, CANDIDATES, Names
 
 MANY = 10_000
@@ -151,13 +152,13 @@ def test_a_long_json_string_is_parsed_only_as_far_as_the_event_can_show(
     logs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parsed: list[int] = []
-    real = _logging.pydantic_core.from_json
+    real = pydantic_core.from_json
 
     def counting(data: str, **options: Any) -> Any:
         parsed.append(len(data))
         return real(data, **options)
 
-    monkeypatch.setattr(_logging.pydantic_core, "from_json", counting)
+    monkeypatch.setattr(pydantic_core, "from_json", counting)
     raw = json.dumps({"text": "q" * 1_000_000})
     Dispatcher([fails]).dispatch(ToolCall(name="fails", arguments=raw, id="1"))
     assert parsed == [6 * 2_000]  # the log's one parse; validation is pydantic's own
