@@ -383,3 +383,52 @@ def test_an_import_that_is_not_installed_is_skipped(
     rows, startup = compare.measure_imports(compare.QUICK, lambda text: None)
     assert [row.skipped for row in rows] == ["skipped (not installed)"]
     assert startup > 0
+
+
+def _only(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_only_times_the_named_rows_and_their_targets() -> None:
+    done = _only("adispatch_async,arun_one")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "arun of one call (async tool, dict)" in done.stdout
+    assert "adispatch, async tool, dict arguments" in done.stdout
+    assert "dispatch, dict arguments " not in done.stdout  # only the named rows
+    assert "one-call arun / adispatch (16)" in done.stdout
+    assert "hidden failure, empty pipeline" not in done.stdout  # targets of other rows
+
+
+def test_only_refuses_a_row_that_does_not_exist() -> None:
+    done = _only("arun_one,no_such_row")
+    assert done.returncode == 2
+    assert "no such row: no_such_row" in done.stderr
+
+
+def test_every_floor_validates_as_its_tool_does(compare: ModuleType) -> None:
+    from typing_extensions import TypedDict
+
+    from toolguard import Dispatcher, tool
+
+    class Lenient(TypedDict):
+        a: int
+
+    def tool_a(a: int) -> int:
+        return a
+
+    dispatcher = Dispatcher([tool(tool_a)])
+    assert compare.validates_alike(compare.floor_validator(Lenient), dispatcher, "tool_a")
+    import pydantic
+
+    class Other(TypedDict):
+        a: int
+
+    lenient = pydantic.TypeAdapter(Other).validator  # unknown keys ignored: not alike
+    assert not compare.validates_alike(lenient, dispatcher, "tool_a")
