@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -65,6 +66,21 @@ def logs() -> Iterator[list[dict[str, Any]]]:
         # structlog types the entries as its EventDict (a MutableMapping); each is a
         # dict, copied from the bound context of the default context_class (dict).
         yield cast("list[dict[str, Any]]", captured)
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler (``KeyboardInterrupt``) for the test's length.
+
+    An event loop runner (``asyncio.Runner``, as pytest-asyncio drives one) installs a
+    handler of its own that cancels its main task instead of raising; one left in
+    place by an earlier test would swallow the interrupt a test sends itself.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(params=["planned", "general"])

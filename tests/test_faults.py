@@ -559,6 +559,7 @@ def test_keyboard_interrupt_from_an_async_tool_stops_the_round() -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
+@pytest.mark.usefixtures("default_sigint")
 def test_ctrl_c_while_run_waits_for_its_pool_stops_it_promptly() -> None:
     """A real SIGINT reaches the main thread waiting on the round's futures.
 

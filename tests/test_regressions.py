@@ -166,6 +166,7 @@ def test_a_keyboard_interrupt_from_any_call_stops_a_sync_round_at_once() -> None
         agent.close()
 
 
+@pytest.mark.usefixtures("default_sigint")
 def test_interrupt_main_stops_a_waiting_sync_round() -> None:
     release = threading.Event()
 
