@@ -28,6 +28,7 @@ from toolguard import (
     Dispatcher,
     Retry,
     RetryWithFeedback,
+    Setting,
     ToolCall,
     ToolCallFailed,
     ToolError,
@@ -533,3 +534,81 @@ def test_a_handler_that_raises_fails_the_span_with_the_id_it_was_logged_with(log
     assert found["toolguard.answered_by"] == "tool"
     assert found["error.type"] == "RuntimeError"
     assert found["toolguard.error_id"] == event["error_id"]
+
+
+# --- one agent's own switch (Dispatcher(telemetry=), a policy file's key) -----------------
+
+TRACED_FILE = """
+version = 1
+
+[agent]
+telemetry = true
+"""
+
+
+def _all_paths(d: Dispatcher) -> None:
+    d.dispatch(call("add", {"a": 1, "b": 2}, "ok"))
+    d.dispatch(call("charge", {"card": "4242"}, "hidden"))
+    d.handle_error(call("web_search", {}, "elsewhere"), RuntimeError(SECRET))
+    d.handle_result(call("web_search", {}, "elsewhere-ok"), "fine")
+    asyncio.run(d.arun([call("add_async", {"a": 1, "b": 2}, "async")]))
+
+
+def test_an_agent_turns_telemetry_on_for_its_own_calls_only(logs: Logs) -> None:
+    install()
+    traced = Dispatcher([add, add_async, charge], telemetry=True, external_tools=["web_search"])
+    plain = Dispatcher([add, add_async, charge], external_tools=["web_search"])
+    _all_paths(plain)
+    assert tool_spans() == []
+    assert plain.explain("add")["telemetry"] == Setting(False, "builtin")
+    assert traced.explain("add")["telemetry"] == Setting(True, "agent")
+    _all_paths(traced)
+    outcomes = {attributes(s)["gen_ai.tool.call.id"]: s for s in tool_spans()}
+    assert {k: attributes(v)["toolguard.outcome"] for k, v in outcomes.items()} == {
+        "ok": "ok",
+        "hidden": "hidden_error",
+        "elsewhere": "hidden_error",
+        "elsewhere-ok": "ok",
+        "async": "ok",
+    }
+    [*_, event] = [e for e in logs if e["event"] == "tool_error_hidden"]
+    context = outcomes["elsewhere"].context
+    assert context is not None and event["span_id"] == format(context.span_id, "016x")
+
+
+@pytest.mark.usefixtures("telemetry")
+def test_an_agent_turns_telemetry_off_whatever_configure_says() -> None:
+    quiet = Dispatcher([add, add_async, charge], telemetry=False, external_tools=["web_search"])
+    _all_paths(quiet)
+    assert tool_spans() == []
+    assert quiet.explain("add")["telemetry"] == Setting(False, "agent")
+    assert Dispatcher([add]).explain("add")["telemetry"] == Setting(True, "global")
+
+
+def test_a_policy_file_turns_an_agents_telemetry_on(tmp_path: Any) -> None:
+    install()
+    path = tmp_path / "traced.toml"
+    path.write_text(TRACED_FILE)
+    d = Dispatcher([add], policy=toolguard.load_policy(path))
+    assert d.explain("add")["telemetry"] == Setting(True, "agent")
+    d.dispatch(call("add", {"a": 1, "b": 2}))
+    assert attributes(only_span())["toolguard.outcome"] == "ok"
+    # the operator's file is the later word over the code's switch
+    assert Dispatcher([add], telemetry=False).explain("add")["telemetry"] == Setting(False, "agent")
+    overruled = Dispatcher([add], telemetry=False, policy=toolguard.load_policy(path))
+    assert overruled.explain("add")["telemetry"] == Setting(True, "agent")
+
+
+def test_a_bad_telemetry_value_is_refused_in_code_and_in_a_file(tmp_path: Any) -> None:
+    with pytest.raises(toolguard.InvalidOption, match="telemetry='yes' is not allowed"):
+        Dispatcher([add], telemetry="yes")  # type: ignore[arg-type]
+    path = tmp_path / "bad.toml"
+    path.write_text(TRACED_FILE.replace("true", '"yes"'))
+    with pytest.raises(toolguard.PolicyFileError) as error:
+        toolguard.load_policy(path)
+    assert 'bad.toml:5: agent.telemetry: expected true or false, got the string "yes"' in str(
+        error.value
+    ) or "agent.telemetry: expected true or false" in str(error.value)
+    path.write_text(TRACED_FILE.replace("[agent]", '[tools."add"]'))
+    with pytest.raises(toolguard.PolicyFileError, match="telemetry"):
+        toolguard.load_policy(path)

@@ -74,8 +74,7 @@ def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Atte
             error_type=type(error).__name__,
             wait=wait,
         )
-        if _telemetry.on:  # the attempt as an event of the call's span
-            _telemetry.retry(state.attempt_number, error, wait)
+        _telemetry.retry(state.attempt_number, error, wait)  # an event of the call's span, if any
 
     def after(state: tenacity.RetryCallState) -> None:
         counter.count = state.attempt_number

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from typing_extensions import Unpack
 
+from toolguard import _telemetry
 from toolguard._decorator import AnyTool, runner_for, tool_table
 from toolguard._guard import Guard
 from toolguard._policy import (
@@ -46,6 +47,7 @@ _OPTIONS: Final = (
     "return_direct_mode",
     "max_workers",
     "max_abandoned",
+    "telemetry",
     "external_tools",
 )
 """``Dispatcher()``'s own options, beside the policy fields (named in a bad option's error)."""
@@ -81,6 +83,7 @@ class Dispatcher:
         return_direct_mode: ReturnDirectMode | None = None,
         max_workers: int | None = None,
         max_abandoned: int | None = None,
+        telemetry: bool | None = None,
         external_tools: Iterable[str] = (),
         **defaults: Unpack[PolicyOptions],
     ) -> None:
@@ -91,6 +94,7 @@ class Dispatcher:
                 return_direct_mode=UNSET if return_direct_mode is None else return_direct_mode,
                 max_workers=UNSET if max_workers is None else max_workers,
                 max_abandoned=UNSET if max_abandoned is None else max_abandoned,
+                telemetry=UNSET if telemetry is None else telemetry,
             )
         except InvalidOption as error:
             raise InvalidOption(
@@ -111,8 +115,15 @@ class Dispatcher:
         self.max_abandoned: int = self._round_settings["max_abandoned"].value
         self._tools = tool_table(tools)
         self._external = frozenset(external_tools)
+        self._traced = _first_setting(self._policies, "telemetry", None)
+        self._telemetry: bool | None = self._traced.value
+        if self._telemetry:
+            _telemetry.start()  # the OpenTelemetry API, or the extra's install hint
         self._guard = Guard(
-            self._policies, {name: t.policy for name, t in self._tools.items()}, self._external
+            self._policies,
+            {name: t.policy for name, t in self._tools.items()},
+            self._external,
+            telemetry=self._telemetry,
         )
         self._runner = runner_for(self._tools, self._guard, self.max_workers, self.max_abandoned)
         self._rounds = Rounds(self._runner, self.return_direct_mode)
@@ -136,7 +147,10 @@ class Dispatcher:
         policy :meth:`handle_error` applies to another library's tool).
         """
         chain = self._guard.explain(tool_name, policy=policy, foreign=foreign)
-        return {**chain, **self._round_settings}
+        traced = self._traced
+        if traced.level == "builtin":  # as configure(telemetry=) says now
+            traced = Setting(_telemetry.on, "global" if _telemetry.on else "builtin")
+        return {**chain, **self._round_settings, "telemetry": traced}
 
     @property
     def policy(self) -> AgentPolicy | None:
@@ -164,6 +178,7 @@ class Dispatcher:
             else code.return_direct_mode,
             max_workers=None if code.max_workers is UNSET else code.max_workers,
             max_abandoned=None if code.max_abandoned is UNSET else code.max_abandoned,
+            telemetry=None if code.telemetry is UNSET else code.telemetry,
             external_tools=self._external,
             **defaults,
         )

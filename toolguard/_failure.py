@@ -81,6 +81,7 @@ class Failure:
         resolved: Resolved,
         step: Step | None,
         attempts: int,
+        traced: bool,
     ) -> None:
         self.call = call
         self.name = name
@@ -107,7 +108,7 @@ class Failure:
         if step is not None:
             step.finished(name, resolved.breaker, raised, visible=visible is not None)
         # telemetry: the span this failure is answered in (the runner's, or its own)
-        self.traced = _telemetry.failure(call, name) if _telemetry.on else None
+        self.traced = _telemetry.failure(call, name) if traced else None
 
     def context(self, setting: Setting) -> HandlerContext:
         """What the handler at ``setting`` is told about this failure."""

@@ -14,6 +14,7 @@ import attrs
 from toolguard._file_values import (
     DOTTED,
     Bad,
+    boolean,
     choice,
     count,
     describe,
@@ -385,5 +386,6 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("max_abandoned", "max_abandoned", lambda v: count(v, 1), "agent"),
     Key("store", "store", _store, "agent"),
     Key("store_unavailable", "store_unavailable", lambda v: choice(v, STORE_FAIL_MODES), "agent"),
+    Key("telemetry", "telemetry", boolean, "agent"),
 )
 """Every key of ``[agent]`` and ``[tools."NAME"]``: a new setting is one more entry."""

@@ -82,6 +82,12 @@ def choice(value: Any, choices: Sequence[str]) -> str:
     return str(value)
 
 
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise expected("true or false", value)
+    return value
+
+
 def count(value: Any, minimum: int, unlimited: bool = False) -> int | None:
     if unlimited and value == "unlimited":
         return None

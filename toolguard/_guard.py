@@ -66,8 +66,11 @@ class Guard:
         policies: tuple[AgentPolicy, ...],
         tools: Mapping[str, ToolPolicy],
         external: Iterable[str] = (),
+        *,
+        telemetry: bool | None = None,
     ) -> None:
         self.external = frozenset(external)
+        self.telemetry = telemetry  # None: as configure(telemetry=) says
         self.names = tuple(tools)
         self._names = Names(self.names)
         self._lock = threading.Lock()
@@ -186,6 +189,10 @@ class Guard:
                 f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
             )
 
+    def traced(self) -> bool:
+        """Whether this agent's calls are in OpenTelemetry spans now."""
+        return _telemetry.on if self.telemetry is None else self.telemetry
+
     # --- answers -----------------------------------------------------------------------
 
     def failed(
@@ -198,7 +205,7 @@ class Guard:
         attempts: int = 1,
     ) -> ToolResult:
         """Ask the chain about ``error`` (sync handlers only); the first answer wins."""
-        failure = Failure(error, call, name, resolved, step, attempts)
+        failure = Failure(error, call, name, resolved, step, attempts, self.traced())
         for setting in failure.chain:
             handler, context = setting.value, failure.context(setting)
             try:
@@ -224,10 +231,10 @@ class Guard:
         """Async :meth:`failed`: async handlers are awaited."""
         if step is not None and step.remote:  # a store's step: its round trips awaited
             await step.abefore(error, name, resolved)
-            failure = Failure(error, call, name, resolved, step, attempts)
+            failure = Failure(error, call, name, resolved, step, attempts, self.traced())
             await step.aafter(error)
         else:
-            failure = Failure(error, call, name, resolved, step, attempts)
+            failure = Failure(error, call, name, resolved, step, attempts, self.traced())
         for setting in failure.chain:
             handler, context = setting.value, failure.context(setting)
             try:
@@ -241,8 +248,8 @@ class Guard:
                 return failure.answered(answer, handler, context)
         raise AssertionError("the built-in handler never declines")  # pragma: no cover
 
-    @staticmethod
     def succeeded(
+        self,
         call: ToolCall,
         name: str,
         content: Content,
@@ -268,7 +275,7 @@ class Guard:
         return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
             result = attrs.evolve(result, return_direct=True)
-        if _telemetry.on:  # a span of its own, unless the runner has one open for the call
+        if self.traced():  # a span of its own, unless the runner has one open for the call
             _telemetry.succeeded(call, name, result)
         return result
 

@@ -447,6 +447,11 @@ def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
         raise _refused(attribute.name, value, "a positive int")
 
 
+def _check_bool(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not UNSET and not isinstance(value, bool):
+        raise _refused(attribute.name, value, "True or False")
+
+
 AGENT_DEFAULTS: Final[dict[str, Any]] = {
     "return_direct_mode": "any",
     "max_workers": 32,
@@ -465,8 +470,10 @@ class AgentPolicy:
     declaration order) the override level, plus the agent's own settings:
     ``return_direct_mode``, ``max_workers`` (the round pool's threads) and
     ``max_abandoned`` (per tool, the attempts left running past their timeout before
-    the tool is answered "unavailable"). ``source``
-    names where it came from (a file path) for ``explain``.
+    the tool is answered "unavailable"), ``store`` and ``store_unavailable`` (where
+    sessions keep their state), and ``telemetry`` (this agent's calls in OpenTelemetry
+    spans, or not, whatever ``configure(telemetry=)`` says; unset: as it says).
+    ``source`` names where it came from (a file path) for ``explain``.
 
     Given to ``Dispatcher(tools, policy=...)`` beside settings passed in code, the
     policy is the later word: at each level its entries come first (its agent
@@ -483,4 +490,6 @@ class AgentPolicy:
     # URL for the sessions a dispatcher makes without store=; and its failure mode
     store: str | Unset = attrs.field(default=UNSET, validator=_check_store)
     store_unavailable: str | Unset = attrs.field(default=UNSET, validator=_check_fail_mode)
+    # this agent's calls in OpenTelemetry spans, whatever configure(telemetry=) says
+    telemetry: bool | Unset = attrs.field(default=UNSET, validator=_check_bool)
     source: str | None = None

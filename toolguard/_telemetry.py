@@ -117,7 +117,7 @@ through is ``control_flow``."""
 # the boundaries the GenAI conventions advise for their duration histograms (seconds)
 _BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
 _ID_LIMIT: Final = 128  # characters of a call id on a span
-_INSTALL: Final = 'configure(telemetry=True) needs pip install "toolguard-agents[otel]"'
+_INSTALL: Final = 'telemetry needs the OpenTelemetry API: pip install "toolguard-agents[otel]"'
 
 on = False
 """Whether telemetry is on: the one thing the hooks read when it is off."""
@@ -185,6 +185,13 @@ def configure(telemetry: bool | None, record_exception: RecordException | None) 
         _record = record_exception
     if telemetry is not None:
         on = telemetry
+
+
+def start() -> None:
+    """Make the OpenTelemetry API objects (an agent of its own turns telemetry on)."""
+    global _otel
+    if _otel is None:
+        _otel = _Otel()
 
 
 def reset() -> None:
