@@ -141,7 +141,7 @@ class Runner:
         descriptions: Mapping[str, str] | None = None,
     ) -> None:
         self.guard = guard
-        self.telemetry = guard.telemetry  # the agent's own switch; None: configure()'s
+        self.telemetry = _telemetry.switch(guard.telemetry)  # .on: whether to trace now
         self.pools = pools
         described = descriptions or {}
         self.entries = {
@@ -191,8 +191,7 @@ class Runner:
     ) -> ToolResult:
         """One call on this thread (the sync pipeline); with telemetry on, inside its
         span (opened here unless it is open for this call already)."""
-        traced = self.telemetry
-        if (_telemetry.on if traced is None else traced) and _telemetry.outside(call):
+        if self.telemetry.on and _telemetry.outside(call):
             return _telemetry.dispatch(self, call, policy, context, step, framework_values)
         try:
             entry = self.entries.get(call.name)
@@ -293,8 +292,7 @@ class Runner:
     ) -> ToolResult:
         """One call on the running event loop (the async pipeline); with telemetry on,
         inside its span."""
-        traced = self.telemetry
-        if (_telemetry.on if traced is None else traced) and _telemetry.outside(call):
+        if self.telemetry.on and _telemetry.outside(call):
             return await _telemetry.adispatch(
                 self, call, policy, context, step, offload, framework_values
             )

@@ -33,6 +33,7 @@ opt-in ``gen_ai.tool.call.arguments``/``gen_ai.tool.call.result``), and, unless
 from __future__ import annotations
 
 import contextvars
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any, Final, Literal, Protocol, TypeAlias
@@ -185,6 +186,28 @@ def configure(telemetry: bool | None, record_exception: RecordException | None) 
         _record = record_exception
     if telemetry is not None:
         on = telemetry
+
+
+class Switch:
+    """An agent's own telemetry switch: its ``on`` is read as the module's is (the
+    runner holds this module itself when the agent follows ``configure()``)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+
+ON: Final = Switch(True)
+OFF: Final = Switch(False)
+
+
+def switch(telemetry: bool | None) -> Any:
+    """What a runner reads ``.on`` of: this module (``None``: as ``configure()`` says),
+    :data:`ON` or :data:`OFF`. One attribute more than the module's own read."""
+    if telemetry is None:
+        return sys.modules[__name__]
+    return ON if telemetry else OFF
 
 
 def start() -> None:
