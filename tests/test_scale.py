@@ -322,3 +322,22 @@ async def test_a_one_call_round_answers_as_a_round_of_many_does(session: bool) -
     # an iterable, not only a list; and an empty round
     assert [r.call_id for r in (await runs.arun(iter(one("_final")))).results] == ["_final"]
     assert (await runs.arun([])).results == ()
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ('["' + "x" * 20_000 + '"]', ["x" * (2_000 - 4) + "...[toolguard: more characters cut]"]),
+        ('"' + "y" * 20_000 + '"', "y" * 2_000 + "...[toolguard: more characters cut]"),
+        ("[1," + " " * 20_000 + "2]", [1, "[toolguard: the rest of 20005 characters of JSON cut]"]),
+        ("7" * 20_000, "[unparsed, 20000 chars]"),  # beyond what pydantic-core parses
+        ("not json" + "!" * 20_000, "[unparsed, 20008 chars]"),
+    ],
+    ids=["list", "string", "list-of-spaces", "number", "not-json"],
+)
+def test_whatever_a_long_json_string_holds_is_logged_bounded(
+    logs: list[dict[str, Any]], raw: str, shown: Any
+) -> None:
+    # another library's tool, answered in place: its arguments are whatever was sent
+    Dispatcher([fails]).handle_error(ToolCall(name="web", arguments=raw, id="1"), OSError("x"))
+    assert _hidden(logs)["arguments"] == shown
