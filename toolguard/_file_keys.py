@@ -170,7 +170,7 @@ def _rules(value: Any) -> list[tuple[tuple[type[Exception], ...], _Ref | str]]:
             if "handler" not in rule and "message" not in rule:
                 raise Bad("a rule needs handler = '...' or message = '...'")
         except Bad as bad:
-            problems.append(Bad(bad.message, index, *bad.at))
+            problems.extend(bad.within(index))
             continue
         action: _Ref | str = rule["handler"] if "handler" in rule else rule["message"]
         rules.append((rule["exception"], action))

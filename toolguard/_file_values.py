@@ -44,6 +44,10 @@ class Bad(Exception):
         self.at: KeyPath = at
         self.more: tuple[Bad, ...] = ()
 
+    def within(self, *at: str | int) -> list[Bad]:
+        """This problem and those raised with it, each under the key path ``at``."""
+        return [Bad(each.message, *at, *each.at) for each in (self, *self.more)]
+
     @classmethod
     def each(cls, problems: Sequence[Bad]) -> Bad:
         """Several problems (in an array of tables) raised as one."""
@@ -114,20 +118,25 @@ def number(value: Any, *, zero: bool = False, unlimited: bool = False) -> float 
 
 
 def table_of(value: Any, fields: dict[str, Callable[[Any], Any]], what: str) -> dict[str, Any]:
-    """A sub-table (``{ attempts = 3 }`` or ``[agent.retries]``) parsed key by key."""
+    """A sub-table (``{ attempts = 3 }`` or ``[agent.retries]``) parsed key by key;
+    every key's problem is reported (:meth:`Bad.each`), not only the first."""
     if not isinstance(value, dict):
         raise expected(what, value)
     parsed: dict[str, Any] = {}
+    problems: list[Bad] = []
     for key, item in value.items():
         if key not in fields:
-            raise Bad(
-                f"unknown key {key!r}{did_you_mean(key, fields)}; allowed: {', '.join(fields)}",
-                key,
+            allowed = ", ".join(fields)
+            problems.append(
+                Bad(f"unknown key {key!r}{did_you_mean(key, fields)}; allowed: {allowed}", key)
             )
+            continue
         try:
             parsed[key] = fields[key](item)
         except Bad as bad:
-            raise Bad(bad.message, key, *bad.at) from None
+            problems.extend(bad.within(key))
+    if problems:
+        raise Bad.each(problems)
     return parsed
 
 
