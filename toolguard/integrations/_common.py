@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -11,7 +11,21 @@ from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
 from toolguard.errors import ToolDefinitionError
 
-__all__ = ["declared_schema", "guarded"]
+__all__ = ["declared_schema", "guarded", "refuse_not_run"]
+
+_NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
+
+
+def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead: str) -> None:
+    """Settings that apply only to a tool toolguard runs, set for ``name`` (a tool
+    ``framework`` runs itself), are refused, never ignored."""
+    chain = dispatcher.explain(name, foreign=True)
+    set_here = [key for key in _NOT_RUN if getattr(chain.get(key), "level", "builtin") != "builtin"]
+    if set_here:
+        raise ToolDefinitionError(
+            f"{', '.join(set_here)} for {name!r} cannot apply: {framework} runs this tool, "
+            f"not toolguard; {instead}"
+        )
 
 
 def guarded(

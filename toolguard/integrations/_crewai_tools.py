@@ -21,7 +21,7 @@ from toolguard._marks import is_control_flow
 from toolguard._session import Session
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolDefinitionError
-from toolguard.integrations._common import declared_schema
+from toolguard.integrations._common import declared_schema, refuse_not_run
 
 __all__ = [
     "GuardedTool",
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 _DEFAULT_CACHE: Final = BaseTool.model_fields["cache_function"].default
-_NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 
 
 def session_id() -> str | None:
@@ -63,18 +62,6 @@ def failure_of(result: ToolResult) -> ToolFailure:
     return ToolFailure(message=result.text, reason=reason, details=details)
 
 
-def _refuse_unrun(dispatcher: Dispatcher, name: str) -> None:
-    """Settings that apply only to a tool toolguard runs are refused, never ignored."""
-    chain = dispatcher.explain(name, foreign=True)
-    set_here = [key for key in _NOT_RUN if getattr(chain.get(key), "level", "builtin") != "builtin"]
-    if set_here:
-        raise ToolDefinitionError(
-            f"{', '.join(set_here)} for {name!r} cannot apply: CrewAI runs this tool, not "
-            "toolguard; give it CrewAI's own settings, or write it with @tool and "
-            "as_crewai_tool"
-        )
-
-
 def never_cache_failures(arguments: Any = None, result: Any = None) -> bool:
     """The ``cache_function`` of toolguard's CrewAI tools: CrewAI caches what a tool
     returned without raising, a ``ToolFailure`` included; a transient failure must
@@ -99,7 +86,12 @@ class GuardedTool(BaseTool):
 
     @classmethod
     def of(cls, tool: BaseTool, dispatcher: Dispatcher, stop: bool) -> GuardedTool:
-        _refuse_unrun(dispatcher, tool.name)
+        refuse_not_run(
+            dispatcher,
+            tool.name,
+            framework="CrewAI",
+            instead="give it CrewAI's own settings, or write it with @tool and as_crewai_tool",
+        )
         guarded = cls(
             name=tool.name,
             description=tool.description,

@@ -34,7 +34,7 @@ from toolguard._marks import is_control_flow
 from toolguard._session import Session
 from toolguard._values import Content, Image, ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolDefinitionError
-from toolguard.integrations._common import declared_schema
+from toolguard.integrations._common import declared_schema, refuse_not_run
 
 __all__ = [
     "SESSION_KEY",
@@ -47,7 +47,6 @@ SESSION_KEY: Final = "toolguard_session_id"
 conversation: the same ``Context`` across runs is the same session (the id is a
 plain string, so it survives ``ctx.to_dict()``/``Context.from_dict``)."""
 
-_NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 _CTX: Final = "_toolguard_ctx"  # the parameter the agent fills with its Context
 
 # (tool, stop?) for the call the current task just ran; see the module docstring.
@@ -182,13 +181,12 @@ class GuardedTool(_Answering):
         inner = tool.metadata
         if inner.name is None:
             raise ToolDefinitionError(f"{tool!r} has no name; give its ToolMetadata a name")
-        chain = dispatcher.explain(inner.name, foreign=True)
-        set_here = [k for k in _NOT_RUN if getattr(chain.get(k), "level", "builtin") != "builtin"]
-        if set_here:
-            raise ToolDefinitionError(
-                f"{', '.join(set_here)} for {inner.name!r} cannot apply: LlamaIndex runs this "
-                "tool, not toolguard; write it with @tool and as_llama_index_tool instead"
-            )
+        refuse_not_run(
+            dispatcher,
+            inner.name,
+            framework="LlamaIndex",
+            instead="write it with @tool and as_llama_index_tool instead",
+        )
         self._inner = tool
         self._async_inner: AsyncBaseTool = adapt_to_async_tool(tool)
         self._inner_ctx = getattr(tool, "ctx_param_name", None) if _takes_ctx(tool) else None
