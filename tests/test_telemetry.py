@@ -612,3 +612,34 @@ def test_a_bad_telemetry_value_is_refused_in_code_and_in_a_file(tmp_path: Any) -
     path.write_text(TRACED_FILE.replace("[agent]", '[tools."add"]'))
     with pytest.raises(toolguard.PolicyFileError, match="telemetry"):
         toolguard.load_policy(path)
+
+
+def test_an_agent_asking_for_telemetry_without_the_extra_is_told_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if the extra were not installed\n"
+        "from toolguard import Dispatcher, tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add.'''\n"
+        "    return a + b\n"
+        "Dispatcher([add])  # following configure(): nothing is imported\n"
+        "Dispatcher([add], telemetry=False)\n"
+        "try:\n"
+        "    Dispatcher([add], telemetry=True)\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'pip install "toolguard-agents[otel]"' in done.stdout
+
+
+def test_with_policy_keeps_the_code_s_telemetry_switch(tmp_path: Any) -> None:
+    install()
+    d = Dispatcher([add], telemetry=True)
+    assert d.with_policy(None).explain("add")["telemetry"] == Setting(True, "agent")
+    path = tmp_path / "off.toml"
+    path.write_text(TRACED_FILE.replace("true", "false"))
+    assert d.with_policy(toolguard.load_policy(path)).explain("add")["telemetry"] == Setting(
+        False, "agent"
+    )
