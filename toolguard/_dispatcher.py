@@ -69,7 +69,9 @@ class Dispatcher:
     the later word over what is passed in code. ``max_workers`` is the round pool's
     size; ``max_abandoned`` bounds, per tool, the attempts left running past their
     timeout (a thread cannot be killed) before the tool is answered "unavailable"
-    without running. Tools may be ``@tool`` functions,
+    without running. ``telemetry=True``/``False`` puts this agent's calls in
+    OpenTelemetry spans, or keeps them out, whatever ``configure(telemetry=)`` says
+    (unset: as it says; docs/telemetry.md). Tools may be ``@tool`` functions,
     tools bound to an instance (``obj.method``), or plain functions (decorated on
     the fly).
     """
@@ -116,14 +118,13 @@ class Dispatcher:
         self._tools = tool_table(tools)
         self._external = frozenset(external_tools)
         self._traced = _first_setting(self._policies, "telemetry", None)
-        self._telemetry: bool | None = self._traced.value
-        if self._telemetry:
+        if self._traced.value:
             _telemetry.start()  # the OpenTelemetry API, or the extra's install hint
         self._guard = Guard(
             self._policies,
             {name: t.policy for name, t in self._tools.items()},
             self._external,
-            telemetry=self._telemetry,
+            telemetry=self._traced.value,
         )
         self._runner = runner_for(self._tools, self._guard, self.max_workers, self.max_abandoned)
         self._rounds = Rounds(self._runner, self.return_direct_mode)

@@ -70,7 +70,7 @@ class Guard:
         telemetry: bool | None = None,
     ) -> None:
         self.external = frozenset(external)
-        self.telemetry = telemetry  # None: as configure(telemetry=) says
+        self.telemetry = _telemetry.switch(telemetry)  # .on: whether to trace now
         self.names = tuple(tools)
         self._names = Names(self.names)
         self._lock = threading.Lock()
@@ -189,10 +189,6 @@ class Guard:
                 f"{setting.level!r} is async; use adispatch()/arun(), or give a sync handler"
             )
 
-    def traced(self) -> bool:
-        """Whether this agent's calls are in OpenTelemetry spans now."""
-        return _telemetry.on if self.telemetry is None else self.telemetry
-
     # --- answers -----------------------------------------------------------------------
 
     def failed(
@@ -205,7 +201,7 @@ class Guard:
         attempts: int = 1,
     ) -> ToolResult:
         """Ask the chain about ``error`` (sync handlers only); the first answer wins."""
-        failure = Failure(error, call, name, resolved, step, attempts, self.traced())
+        failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
         for setting in failure.chain:
             handler, context = setting.value, failure.context(setting)
             try:
@@ -231,10 +227,10 @@ class Guard:
         """Async :meth:`failed`: async handlers are awaited."""
         if step is not None and step.remote:  # a store's step: its round trips awaited
             await step.abefore(error, name, resolved)
-            failure = Failure(error, call, name, resolved, step, attempts, self.traced())
+            failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
             await step.aafter(error)
         else:
-            failure = Failure(error, call, name, resolved, step, attempts, self.traced())
+            failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
         for setting in failure.chain:
             handler, context = setting.value, failure.context(setting)
             try:
@@ -275,7 +271,7 @@ class Guard:
         return_direct = resolved.return_direct
         if return_direct is not NEVER and return_direct.applies(result):
             result = attrs.evolve(result, return_direct=True)
-        if self.traced():  # a span of its own, unless the runner has one open for the call
+        if self.telemetry.on:  # a span of its own, unless the runner has one open for the call
             _telemetry.succeeded(call, name, result)
         return result
 

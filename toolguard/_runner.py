@@ -141,7 +141,7 @@ class Runner:
         descriptions: Mapping[str, str] | None = None,
     ) -> None:
         self.guard = guard
-        self.telemetry = _telemetry.switch(guard.telemetry)  # .on: whether to trace now
+        self.telemetry = guard.telemetry  # the agent's switch: .on, whether to trace now
         self.pools = pools
         described = descriptions or {}
         self.entries = {

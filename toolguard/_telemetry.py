@@ -202,8 +202,14 @@ ON: Final = Switch(True)
 OFF: Final = Switch(False)
 
 
-def switch(telemetry: bool | None) -> Any:
-    """What a runner reads ``.on`` of: this module (``None``: as ``configure()`` says),
+class Switched(Protocol):
+    """What reads as telemetry on or off: a :class:`Switch`, or this module."""
+
+    on: bool
+
+
+def switch(telemetry: bool | None) -> Switched:
+    """What an agent reads ``.on`` of: this module (``None``: as ``configure()`` says),
     :data:`ON` or :data:`OFF`. One attribute more than the module's own read."""
     if telemetry is None:
         return sys.modules[__name__]
