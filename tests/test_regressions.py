@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import signal
 import threading
 import time
 import traceback
@@ -220,3 +221,31 @@ def test_concurrent_first_rounds_share_one_pool_and_close_leaves_no_thread(
     agent.close()
     time.sleep(0.2)
     assert [t.name for t in threading.enumerate() if t not in before] == []
+
+
+class _ReprRaises(Exception):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr() is not supported")
+
+
+@tool
+async def _fails_unprintably() -> str:
+    raise _ReprRaises("db down")
+
+
+@pytest.mark.usefixtures("default_sigint")
+@pytest.mark.parametrize("path", ["dispatch", "run", "timeout"])
+def test_an_async_tool_s_unprintable_exception_is_its_failure_and_leaves_sigint_alone(
+    path: str, logs: list[dict[str, Any]]
+) -> None:
+    """asyncio.run formats its main task (and its exception) on the way out on the main
+    thread; a raising __repr__ there replaced the tool's failure and left asyncio's
+    SIGINT handler installed for every later asyncio.run of the process."""
+    agent = Dispatcher([_fails_unprintably], timeout=5 if path == "timeout" else None)
+    call = ToolCall(name="_fails_unprintably", arguments={}, id="1")
+    with agent:
+        result = agent.run([call]).results[0] if path == "run" else agent.dispatch(call)
+    assert result.is_error and result.error_kind == "hidden"
+    [event] = [e for e in logs if e["event"] == "tool_error_hidden"]
+    assert type(event["exc_info"]) is _ReprRaises
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -20,7 +20,7 @@ from toolguard._handlers import fill_message
 from toolguard._marks import is_interrupt
 from toolguard._policy import ReturnDirectMode, ToolPolicy
 from toolguard._precedence import BUILTIN_MESSAGE
-from toolguard._runner import Runner, no_running_loop
+from toolguard._runner import Runner, no_running_loop, run_loop
 from toolguard._steps import Step
 from toolguard._text import shown
 from toolguard._values import Round, ToolCall, ToolResult, _new
@@ -59,7 +59,7 @@ class Rounds:
         runner = self.runner
         if any(runner.is_async(call.name) for call in calls):
             no_running_loop("this round")
-            return asyncio.run(self.arun(calls, policy, context, step))
+            return run_loop(self.arun(calls, policy, context, step))
         if len(calls) <= 1:
             outcomes: list[ToolResult | BaseException] = []
             for call in calls:

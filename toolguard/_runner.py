@@ -18,8 +18,8 @@ import asyncio
 import contextvars
 import functools
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from pydantic_core import ValidationError
 
@@ -43,6 +43,8 @@ from toolguard._schema import Arguments
 from toolguard._steps import Step
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult, success
+
+T = TypeVar("T")
 
 __all__ = ["Entry", "Plan", "Runner", "no_running_loop"]
 
@@ -266,13 +268,13 @@ class Runner:
         seconds = resolved.timeout
         if seconds is None:
             if entry.is_async:
-                return asyncio.run(entry.function(*args, **kwargs))
+                return run_loop(entry.function(*args, **kwargs))
             return entry.function(*args, **kwargs)
         if entry.is_async:
             awaitable = acall_with_timeout(
                 None, entry.function(*args, **kwargs), tool=entry.name, seconds=seconds
             )
-            attempt = functools.partial(asyncio.run, awaitable)
+            attempt = functools.partial(run_loop, awaitable)
             seconds += GRACE  # its loop cancels it at the deadline; the thread is given this
         else:
             attempt = functools.partial(entry.function, *args, **kwargs)
@@ -409,6 +411,28 @@ def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[boo
     try:
         return True, function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - re-raised, intact, on the loop
+        return False, error
+
+
+def run_loop(awaitable: Awaitable[T]) -> T:
+    """``asyncio.run(awaitable)``, with what it raised carried out as a value.
+
+    On the main thread ``asyncio.run`` sets a SIGINT handler that holds its main task,
+    and on the way out it formats that handler, the task and the task's exception with
+    ``repr()``. An exception whose ``__repr__`` raises (a hostile or careless tool's)
+    would then replace the tool's failure and leave the handler installed for the rest
+    of the process. The main task here never fails with an ``Exception``: it returns it.
+    """
+    ok, value = asyncio.run(_outcome(awaitable))
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+async def _outcome(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    try:
+        return True, await awaitable
+    except Exception as error:  # noqa: BLE001 - re-raised by run_loop, outside the loop
         return False, error
 
 
