@@ -155,7 +155,7 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
         return value
 
     if case == "dispatch_dict_general":  # the plan that decides nothing in advance
-        from toolguard import _runner
+        from toolguard.runner import _pipeline as _runner
 
         _runner.plan_for = lambda is_async, resolved: _runner.GENERAL
     d = Dispatcher([tool(add), tool(add_async), tool(boom), tool(refuse)])

@@ -13,7 +13,7 @@ import structlog
 from structlog.testing import capture_logs
 
 import toolguard
-from toolguard import _runner
+from toolguard.runner import _pipeline as _runner
 
 # Test modules of the extras that cannot share this environment (each runs in its own,
 # .ci/extras, which fails when the framework is missing): left out of collection where

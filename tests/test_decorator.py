@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from toolguard import Tool, ToolCall, ToolDefinitionError, ToolPolicy, ToolResult, tool
-from toolguard._policy import ON_SUCCESS, UNSET
 from toolguard.handlers import fail
+from toolguard.policy._values import ON_SUCCESS, UNSET
 
 
 @tool

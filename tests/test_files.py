@@ -47,16 +47,16 @@ from toolguard import (
     ToolResult,
     tool,
 )
-from toolguard._files import (
+from toolguard.files._lines import KeyLines, format_path
+from toolguard.files._load import (
     KEYS,
     PolicyFileError,
     Problem,
     load_policy,
     presets,
 )
-from toolguard._precedence import BUILTIN, BUILTIN_MESSAGE
-from toolguard._toml_lines import KeyLines, format_path
 from toolguard.handlers import HandlerContext
+from toolguard.policy._precedence import BUILTIN, BUILTIN_MESSAGE
 
 ROOT = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "policy_corpus"
@@ -486,7 +486,7 @@ _VALUES = (
     "send_exception_message", "fail", "fail_unless_visible", "generic_unless_visible",
     "always", "any", "all", "unlimited", "debug", "WARNING", "message", "stop",
     "TimeoutError", "KeyboardInterrupt", "os.path", "json.JSONDecodeError", "Boom",
-    "toolguard.errors.ToolError", "toolguard.handlers:fail", "toolguard._precedence:LEVELS",
+    "toolguard.errors.ToolError", "toolguard.handlers:fail", "toolguard.policy._precedence:LEVELS",
     "tests.test_files:custom_handler", "tests.test_files:stops", "nope_nope:x",
     "{error_id} {tool} {errorid}", "   ", "search_[",
 )  # fmt: skip
@@ -815,7 +815,7 @@ def test_a_built_wheel_loads_every_preset_by_name(tmp_path: Path) -> None:
     deps = Path(site.stdout.strip(), "_toolguard_test_deps.pth")
     deps.write_text(sysconfig.get_paths()["purelib"] + "\n")
     script = (
-        "import json, toolguard, toolguard._files as f\n"
+        "import json, toolguard, toolguard.files._load as f\n"
         "sources = {n: f.load_policy(n).source for n in " + repr(PRESETS) + "}\n"
         "print(json.dumps({'package': toolguard.__file__, 'sources': sources}))\n"
     )

@@ -17,7 +17,7 @@ from langgraph.prebuilt import InjectedState
 from pydantic_ai import RunContext
 
 from toolguard import Dispatcher, ToolCall, tool
-from toolguard._frameworks import framework_of
+from toolguard.schema._frameworks import framework_of
 
 
 def plain(order: int, state: Annotated[dict[str, Any], InjectedState], note: str = "") -> str:

@@ -19,7 +19,6 @@ from toolguard import (
     ToolResult,
     tool,
 )
-from toolguard._handlers import as_handler
 from toolguard.handlers import (
     Handler,
     fail,
@@ -28,6 +27,7 @@ from toolguard.handlers import (
     on,
     send_exception_message,
 )
+from toolguard.policy._handlers import as_handler
 
 
 class Marked(Exception):

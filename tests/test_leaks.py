@@ -69,7 +69,6 @@ from toolguard import (
     ToolTimeout,
     tool,
 )
-from toolguard._handlers import as_handler
 from toolguard.handlers import (
     Handler,
     fail,
@@ -78,6 +77,7 @@ from toolguard.handlers import (
     on,
     send_exception_message,
 )
+from toolguard.policy._handlers import as_handler
 
 from ._hypothesis import PROFILE
 

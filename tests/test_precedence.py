@@ -16,9 +16,9 @@ import pytest
 import toolguard
 from tests._content import str_content
 from toolguard import Dispatcher, Setting, ToolCall, ToolPolicy, tool
-from toolguard._policy import UNSET
-from toolguard._precedence import LEVELS, Level
 from toolguard.handlers import always, on
+from toolguard.policy._precedence import LEVELS, Level
+from toolguard.policy._values import UNSET
 
 SETTABLE: tuple[Level, ...] = ("call", "override", "tool", "agent", "global")
 PAIRS = [(hi, lo) for hi, lo in itertools.combinations(LEVELS, 2)]

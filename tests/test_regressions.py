@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import toolguard._pools as pools_module
+import toolguard.runner._pools as pools_module
 from toolguard import Dispatcher, ToolCall, tool
 
 

@@ -15,8 +15,8 @@ import pydantic
 import pytest
 
 from toolguard import Image, Output, Text, ToolCall, ToolResult
-from toolguard._content import to_content
 from toolguard.errors import ResultNotSerializable
+from toolguard.guard._content import to_content
 
 
 class Color(enum.Enum):
@@ -129,8 +129,8 @@ def test_the_fast_error_constructor_builds_the_same_result() -> None:
 
 
 def test_the_fast_round_constructor_builds_the_same_round() -> None:
-    from toolguard._rounds import _round
     from toolguard._values import Round
+    from toolguard.runner._rounds import _round
 
     plain = ToolResult(call_id="a", name="t", content="1")
     stops = ToolResult(call_id="b", name="t", content="2", return_direct=True)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolguard import Breaker, Dispatcher, RetryWithFeedback, Setting, ToolCall, ToolPolicy, tool
-from toolguard import _session as session_module
+from toolguard.sessions import _named as session_module
 
 
 def test_a_named_session_is_the_same_conversation_each_time() -> None:

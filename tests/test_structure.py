@@ -47,7 +47,7 @@ def _imports(module: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            # `from toolguard import _config` imports the module toolguard._config
+            # `from toolguard import _config` imports the module toolguard.policy._config
             names = [
                 f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
                 for alias in node.names
@@ -96,12 +96,108 @@ def test_the_cycle_finder_finds_a_cycle_and_passes_a_tree() -> None:
     """The positive control: the check below cannot pass by not looking."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
-    assert GRAPH["toolguard._dispatcher"] >= {"toolguard._guard", "toolguard._rounds"}
+    assert GRAPH["toolguard._dispatcher"] >= {"toolguard.guard._guard", "toolguard.runner._rounds"}
     assert "toolguard._values" in GRAPH["toolguard.errors"]  # a TYPE_CHECKING import
 
 
 def test_the_package_has_no_import_cycle_lazy_imports_included() -> None:
     assert _cycle(GRAPH) is None
+
+
+# --- who may import whom -------------------------------------------------------------
+#
+# A unit is a top-level module or a package (with every module in it). Read from the
+# bottom up, the table is the flow of one call: values and text, then what an exception
+# says about itself, the policy, what a tool declares, a conversation's state, the guard
+# (decides, runs nothing), the runner (runs, hands outcomes to the guard), the stores,
+# the public face that composes them, and on top the command, the formats and the
+# integrations. A unit may import itself and what its row names, nothing else (lazy and
+# TYPE_CHECKING imports included).
+
+_BOTTOM = {"_values", "_text", "_suggest"}
+_CORE_VALUES = {*_BOTTOM, "_marks", "errors"}
+MAY_IMPORT: dict[str, set[str]] = {
+    "_values": set(),
+    "_text": set(),
+    "_suggest": set(),
+    "_logging": {"_text", "_marks"},
+    "_marks": set(),
+    "errors": {"_marks", "_values"},
+    "telemetry": _CORE_VALUES,
+    "policy": {*_CORE_VALUES, "telemetry"},
+    "schema": {*_CORE_VALUES, "_logging", "policy"},
+    "sessions": {*_CORE_VALUES, "_logging", "policy"},
+    "guard": {*_CORE_VALUES, "_logging", "policy", "telemetry"},
+    "runner": {*_CORE_VALUES, "_logging", "policy", "telemetry", "schema", "sessions", "guard"},
+    "stores": {*_CORE_VALUES, "_logging", "policy", "sessions"},
+    "files": {*_CORE_VALUES, "policy"},
+    "handlers": {"policy"},
+    "_tool": {*_CORE_VALUES, "policy", "schema", "guard", "runner"},
+    "_session": {*_CORE_VALUES, "policy", "sessions", "runner"},
+    "_dispatcher": {
+        *_CORE_VALUES,
+        "policy",
+        "telemetry",
+        "sessions",
+        "guard",
+        "runner",
+        "stores",
+        "_tool",
+        "_session",
+    },
+    "_scripted": {"_values"},
+    "testing": {*_CORE_VALUES, "_scripted"},
+}
+# The top: they may import any unit of the core above (never each other's privates).
+_TOP = ("", "cli", "pytest_plugin", "_demo", "_targets", "formats", "integrations")
+for _top in _TOP:
+    MAY_IMPORT[_top] = {*MAY_IMPORT, "testing"} - set(_TOP)
+MAY_IMPORT["cli"] |= {"_demo", "_targets", "", "integrations"}  # serve-mcp, lazily
+MAY_IMPORT["_demo"] |= {""}
+MAY_IMPORT["pytest_plugin"] |= {""}
+MAY_IMPORT["integrations"] |= {"formats", "_targets"}
+
+
+def _unit(module: str) -> str:
+    """``toolguard.runner._pipeline`` -> ``runner``; ``toolguard`` -> ``""``."""
+    return module.removeprefix("toolguard").removeprefix(".").split(".")[0]
+
+
+def _violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import of ``graph`` that its unit's row in :data:`MAY_IMPORT` does not allow
+    (a unit with no row is a violation too: a new package says where it stands)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        unit = _unit(module)
+        allowed = MAY_IMPORT.get(unit)
+        for target in sorted(targets):
+            if _unit(target) == unit:
+                continue
+            if allowed is None or _unit(target) not in allowed:
+                found.append((module, target))
+    return found
+
+
+def test_the_import_rules_catch_a_violation() -> None:
+    """The positive control: the guard importing the runner, the decorator importing the
+    runner, a store importing the public face, and a unit with no row are all caught."""
+    bad = {
+        "toolguard.guard._guard": {"toolguard.runner._pipeline", "toolguard.policy._values"},
+        "toolguard.schema._arguments": {"toolguard.runner._pipeline"},
+        "toolguard.stores._redis": {"toolguard._session"},
+        "toolguard.newpackage._thing": {"toolguard._values"},
+    }
+    assert _violations(bad) == [
+        ("toolguard.guard._guard", "toolguard.runner._pipeline"),
+        ("toolguard.newpackage._thing", "toolguard._values"),
+        ("toolguard.schema._arguments", "toolguard.runner._pipeline"),
+        ("toolguard.stores._redis", "toolguard._session"),
+    ]
+    assert set(MAY_IMPORT) >= {_unit(module) for module in MODULES}
+
+
+def test_every_import_follows_the_package_rules() -> None:
+    assert _violations(GRAPH) == []
 
 
 def test_the_core_imports_no_format_integration_or_agent_framework() -> None:
@@ -271,11 +367,16 @@ def test_each_public_module_exports_exactly_its_documented_names(module: str) ->
 
 
 def test_every_module_outside_the_public_ones_is_private() -> None:
-    """Public modules are the ones pinned above, the formats and the integrations;
-    everything else is a ``_`` module."""
-    for module in MODULES:
+    """Public modules are the ones pinned above, the formats and the integrations; every
+    other module is a ``_`` module, and every other package says in its docstring that
+    it is private."""
+    for module, path in MODULES.items():
         leaf = module.rpartition(".")[2]
         if module in PUBLIC or module.startswith(("toolguard.formats.", "toolguard.integrations")):
+            continue
+        if path.name == "__init__.py":
+            docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+            assert "Private" in docstring and "May import" in docstring, module
             continue
         assert leaf.startswith("_"), module
 

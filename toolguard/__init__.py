@@ -6,16 +6,9 @@ hidden and logged (once, with an error id), and whether the agent loop stops.
 
 from typing import TYPE_CHECKING, Any
 
-from toolguard._config import configure, get_config, reset_defaults
-from toolguard._decorator import BoundTool, Tool, tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._handlers import HandlerContext
-from toolguard._policy import UNSET, AgentPolicy, ReturnDirect, ToolPolicy
-from toolguard._precedence import Setting
-from toolguard._resilience import Breaker, Retry
-from toolguard._schema import Injected, InjectedCallId
 from toolguard._session import Session
-from toolguard._steps import ToolState
+from toolguard._tool import BoundTool, Tool, tool
 from toolguard._values import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.errors import (
     ControlFlow,
@@ -32,6 +25,13 @@ from toolguard.errors import (
     VisibleToModel,
     register_control_flow,
 )
+from toolguard.policy._config import configure, get_config, reset_defaults
+from toolguard.policy._handlers import HandlerContext
+from toolguard.policy._precedence import Setting
+from toolguard.policy._resilience import Breaker, Retry
+from toolguard.policy._values import UNSET, AgentPolicy, ReturnDirect, ToolPolicy
+from toolguard.schema._arguments import Injected, InjectedCallId
+from toolguard.sessions._steps import ToolState
 
 __all__ = [
     "AgentPolicy",
@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from toolguard._files import PolicyFileError, load_policy
+    from toolguard.files._load import PolicyFileError, load_policy
 
     __version__: str
 
@@ -86,11 +86,11 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     # Policy files are read at start-up, if at all: their module loads on first use.
     if name in ("PolicyFileError", "load_policy"):
-        from toolguard import _files
+        from toolguard.files import _load as _files
 
         return getattr(_files, name)
     if name == "__version__":  # importlib.metadata costs a third of the import: on first use
-        from toolguard._telemetry import distribution_version
+        from toolguard.telemetry._spans import distribution_version
 
         globals()["__version__"] = version = distribution_version()  # read once
         return version

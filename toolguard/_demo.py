@@ -26,8 +26,8 @@ from typing import Any, Final, TextIO
 import structlog
 
 from toolguard import Dispatcher, Setting, ToolCall, ToolError, ToolResult, tool
-from toolguard._files import load_policy
 from toolguard._values import Round
+from toolguard.files._load import load_policy
 
 ORDERS = {42: "shipped", 7: "processing"}
 

@@ -1,13 +1,15 @@
 """The Dispatcher: one agent's tools and defaults, the public face of the core.
 
-    Dispatcher ─┬─▶ Guard   (_guard)   the precedence chain, handlers, hidden-cause log
-                ├─▶ Runner  (_runner)  bind, validate, run, retry, breakers ─▶ the guard
-                ├─▶ Rounds  (_rounds)  parallel calls through the runner
-                └─▶ Pools   (_pools)   the threads the runner and rounds use
+    Dispatcher ─┬─▶ Guard    (guard/)    the precedence chain, handlers, hidden-cause log
+                ├─▶ Runner   (runner/)   bind, validate, run, retry, breakers ─▶ the guard
+                │     └─▶ Foreign        answers for tools that run elsewhere
+                ├─▶ Rounds   (runner/)   parallel calls through the runner
+                └─▶ Sessions (sessions/) named conversations, found again by id
 
-It builds the four from the tools and policies it is given and forwards each call;
-it decides nothing itself. Control-flow signals and non-``Exception``
-``BaseException``s never enter the handler chain: they propagate exactly as raised.
+It reads its own options into an agent policy (a policy file's is the later word),
+builds the parts from the tools and policies, and forwards each call. Control-flow
+signals and non-``Exception`` ``BaseException``s never enter the handler chain: they
+propagate exactly as raised.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from typing import Any, Final
 
 from typing_extensions import Unpack
 
-from toolguard import _telemetry
-from toolguard._decorator import AnyTool, runner_for, tool_table
-from toolguard._guard import Guard
-from toolguard._policy import (
+from toolguard._session import Session
+from toolguard._tool import AnyTool, runner_for, tool_table
+from toolguard._values import Round, ToolCall, ToolResult
+from toolguard.errors import InvalidOption, ToolDefinitionError
+from toolguard.guard._guard import Guard
+from toolguard.policy._precedence import Setting
+from toolguard.policy._values import (
     AGENT_DEFAULTS,
     POLICY_FIELDS,
     UNSET,
@@ -31,12 +36,10 @@ from toolguard._policy import (
     ToolPolicy,
     policy_from_options,
 )
-from toolguard._precedence import Setting
-from toolguard._rounds import Rounds
-from toolguard._session import Session, Sessions
-from toolguard._steps import Opens
-from toolguard._values import Round, ToolCall, ToolResult
-from toolguard.errors import InvalidOption, ToolDefinitionError
+from toolguard.runner._rounds import Rounds
+from toolguard.sessions._named import Sessions
+from toolguard.sessions._steps import Opens
+from toolguard.telemetry import _spans as _telemetry
 
 __all__ = ["Dispatcher"]
 
@@ -128,7 +131,7 @@ class Dispatcher:
         )
         self._runner = runner_for(self._tools, self._guard, self.max_workers, self.max_abandoned)
         self._rounds = Rounds(self._runner, self.return_direct_mode)
-        self._sessions = Sessions()
+        self._sessions: Sessions[Session] = Sessions()
 
     # --- inspection --------------------------------------------------------------
 
@@ -306,13 +309,13 @@ class Dispatcher:
         truncated per ``max_result_chars``), and ``return_direct`` is decided by the
         chain for that name. A value that cannot be serialised is a hidden failure.
         """
-        return self._guard.handle_result(call, value, policy=policy)
+        return self._runner.foreign.handle_result(call, value, policy=policy)
 
     async def ahandle_result(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
-        return await self._guard.ahandle_result(call, value, policy=policy)
+        return await self._runner.foreign.ahandle_result(call, value, policy=policy)
 
     def handle_error(
         self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
@@ -324,13 +327,13 @@ class Dispatcher:
         is one of ours, agent, global, built-in), is logged the same way, and the
         result is returned. Control flow and non-``Exception`` errors are re-raised.
         """
-        return self._guard.handle_error(call, error, policy=policy)
+        return self._runner.foreign.handle_error(call, error, policy=policy)
 
     async def ahandle_error(
         self, call: ToolCall, error: BaseException, *, policy: ToolPolicy | None = None
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
-        return await self._guard.ahandle_error(call, error, policy=policy)
+        return await self._runner.foreign.ahandle_error(call, error, policy=policy)
 
     # --- the thread pools -----------------------------------------------------------
 

@@ -49,12 +49,14 @@ from typing import Any, Final
 import pydantic_core
 import structlog
 
+from toolguard._marks import read_marker
 from toolguard._text import utf8
 
 EVENT_HIDDEN = "tool_error_hidden"
 EVENT_FAILED = "tool_call_failed"
 EVENT_HANDLER_RAISED = "handler_raised"
 EVENT_BLANK_MESSAGE = "blank_model_message"
+EVENT_MARKER_FAILED = "model_message_failed"
 
 REDACTED = "[redacted]"
 _MAX_DEPTH = 20
@@ -331,3 +333,21 @@ def _fallback(log_level: str, event: str, fields: dict[str, Any]) -> None:
                 type(unrenderable).__name__,
                 shown,
             )
+
+
+def model_message(error: BaseException, tool: str) -> str | None:
+    """The model-visible message of ``error`` (:func:`~toolguard._marks.read_marker`),
+    or ``None`` when it is hidden. A marker that answered blank is logged as
+    ``blank_model_message``, one that raised as ``model_message_failed`` (with what it
+    raised), both at WARNING, naming the tool and the exception's type."""
+    found = read_marker(error)
+    if found is None or isinstance(found, str):
+        return found
+    error_type = type(error).__name__
+    if found.failure is None:
+        emit("warning", EVENT_BLANK_MESSAGE, tool=tool, error_type=error_type)
+    else:
+        emit(
+            "warning", EVENT_MARKER_FAILED, tool=tool, error_type=error_type, exc_info=found.failure
+        )
+    return None

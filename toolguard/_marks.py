@@ -3,24 +3,25 @@
 * **Control flow.** :class:`ControlFlow` subclasses, any type passed to
   :func:`register_control_flow`, and every ``BaseException`` that is not an
   ``Exception`` are signals that pass through toolguard untouched.
-* **The model-visible marker.** :func:`model_message` reads ``message_for_model()``
+* **The model-visible marker.** :func:`read_marker` reads ``message_for_model()``
   (the ``VisibleToModel`` protocol) on the exception as thrown, guarded: a marker
-  that raises or answers blank hides, it never crashes the failure path.
+  that raises or answers blank hides, it never crashes the failure path. What went
+  wrong with it is returned, not logged: ``_logging.model_message`` reports it.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-
-from toolguard._logging import EVENT_BLANK_MESSAGE, emit
+from typing import Literal, NamedTuple
 
 __all__ = [
     "ControlFlow",
+    "Unreadable",
     "has_hidden_cause",
     "is_control_flow",
     "is_interrupt",
-    "model_message",
+    "read_marker",
     "register_control_flow",
 ]
 
@@ -105,32 +106,31 @@ def has_hidden_cause(error: BaseException) -> bool:
     )
 
 
-def model_message(error: BaseException, tool: str) -> str | None:
-    """The model-visible message of ``error``, or ``None`` when it is hidden.
+class Unreadable(NamedTuple):
+    """A marker that could not be read: its message was blank, or reading it raised
+    (``failure``, with its context, the tool's error, suppressed)."""
+
+    problem: Literal["blank", "raised"]
+    failure: Exception | None = None
+
+
+def read_marker(error: BaseException) -> str | Unreadable | None:
+    """The model-visible message of ``error``; ``None`` when it has no marker, or
+    :class:`Unreadable` when its marker is blank or raised (both mean hidden).
 
     The marker is looked for on the exception as thrown, never down its
     ``__cause__``: wrapping a marked exception deliberately hides it. Only the
     exception's type is inspected before the call (an exception whose
-    ``__getattr__`` raises is read safely). A blank message, or a
-    ``message_for_model()`` that raises, counts as unmarked.
+    ``__getattr__`` raises is read safely).
     """
-    candidate = error
-    if getattr(type(candidate), "message_for_model", None) is None:
+    if getattr(type(error), "message_for_model", None) is None:
         return None
     try:
-        text = candidate.message_for_model()  # type: ignore[attr-defined]
+        text = error.message_for_model()  # type: ignore[attr-defined]  # found on its type
     except Exception as failure:  # noqa: BLE001 - a broken marker hides, never crashes
         # its __context__ is the tool's error, which is logged once, by the failure
         failure.__suppress_context__ = True
-        emit(
-            "warning",
-            "model_message_failed",
-            tool=tool,
-            error_type=type(candidate).__name__,
-            exc_info=failure,
-        )
-        return None
+        return Unreadable("raised", failure)
     if not isinstance(text, str) or not text.strip():
-        emit("warning", EVENT_BLANK_MESSAGE, tool=tool, error_type=type(candidate).__name__)
-        return None
+        return Unreadable("blank")
     return text

@@ -9,20 +9,16 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
-import builtins
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from toolguard._policy import ToolPolicy
-from toolguard._rounds import Rounds
-from toolguard._runner import Runner
-from toolguard._steps import Opens, SessionState, ToolState
 from toolguard._values import Round, ToolCall, ToolResult
+from toolguard.policy._values import ToolPolicy
+from toolguard.runner._pipeline import Runner
+from toolguard.runner._rounds import Rounds
+from toolguard.sessions._steps import Opens, SessionState, ToolState
 
-__all__ = ["MAX_SESSIONS", "SESSION_TTL", "Session", "Sessions"]
+__all__ = ["Session"]
 
 
 class Session:
@@ -104,11 +100,11 @@ class Session:
         ``step`` names the model step the call belongs to (the model message it came
         in): calls with the same ``step`` count once against a model-retry budget.
         """
-        return self._runner.guard.admit(call, self._state.step(step))
+        return self._runner.foreign.admit(call, self._state.step(step))
 
     async def aadmit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
         """Async :meth:`admit` (what a session on an asyncio store must use)."""
-        return await self._runner.guard.aadmit(call, self._state.astep(step))
+        return await self._runner.foreign.aadmit(call, self._state.astep(step))
 
     def handle_error(
         self,
@@ -120,7 +116,7 @@ class Session:
     ) -> ToolResult:
         """``Dispatcher.handle_error`` in this conversation: the failure counts against
         the tool's breaker and model-retry budget."""
-        return self._runner.guard.handle_error(
+        return self._runner.foreign.handle_error(
             call, error, policy=policy, step=self._state.step(step)
         )
 
@@ -133,7 +129,7 @@ class Session:
         step: str | None = None,
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
-        return await self._runner.guard.ahandle_error(
+        return await self._runner.foreign.ahandle_error(
             call, error, policy=policy, step=self._state.astep(step)
         )
 
@@ -147,7 +143,7 @@ class Session:
     ) -> ToolResult:
         """``Dispatcher.handle_result`` in this conversation: a success after failures
         closes the tool's breaker."""
-        return self._runner.guard.handle_result(
+        return self._runner.foreign.handle_result(
             call, value, policy=policy, step=self._state.step(step)
         )
 
@@ -160,7 +156,7 @@ class Session:
         step: str | None = None,
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
-        return await self._runner.guard.ahandle_result(
+        return await self._runner.foreign.ahandle_result(
             call, value, policy=policy, step=self._state.astep(step)
         )
 
@@ -179,33 +175,3 @@ class Session:
     async def areset(self, tool: str | None = None) -> None:
         """Async :meth:`reset`."""
         await self._state.areset(tool)
-
-
-SESSION_TTL: Final = 3600.0  # seconds a named session is kept while idle
-MAX_SESSIONS: Final = 10_000  # named sessions kept at most per dispatcher
-
-
-class Sessions:
-    """One dispatcher's named sessions: found again by id, forgotten when idle."""
-
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._by_id: OrderedDict[str | tuple[int, str], tuple[Session, float]] = OrderedDict()
-
-    def get(self, id: str, make: Callable[[], Session], store: object = None) -> Session:
-        """The session ``id`` (in ``store``: the same id in two stores is two sessions)."""
-        if not isinstance(id, str) or not id:
-            raise TypeError(f"session(id=...) takes a non-empty str, got {id!r}")
-        key: str | tuple[int, str] = id if store is None else (builtins.id(store), id)
-        now = self._clock()
-        with self._lock:
-            while self._by_id:  # the least recently used first: drop the idle ones
-                oldest, (_, used) = next(iter(self._by_id.items()))
-                if now - used < SESSION_TTL and len(self._by_id) < MAX_SESSIONS:
-                    break
-                del self._by_id[oldest]
-            found = self._by_id.pop(key, None)
-            session = found[0] if found is not None else make()
-            self._by_id[key] = (session, now)
-        return session

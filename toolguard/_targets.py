@@ -13,11 +13,11 @@ import os
 import sys
 from typing import Any, Final
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._imports import ImportPathError, resolve
 from toolguard._suggest import did_you_mean
+from toolguard._tool import BoundTool, Tool
 from toolguard.errors import ToolDefinitionError
+from toolguard.files._imports import ImportPathError, resolve
 
 __all__ = ["TargetError", "load_target"]
 

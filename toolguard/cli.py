@@ -18,13 +18,13 @@ from typing import Any, Final, TextIO
 import attrs
 
 from toolguard._dispatcher import Dispatcher
-from toolguard._files import PolicyFileError, load_policy
-from toolguard._handlers import Handler
-from toolguard._policy import ReturnDirect, ToolPolicy
-from toolguard._precedence import Setting
 from toolguard._suggest import did_you_mean
 from toolguard._targets import TargetError, load_target
 from toolguard.errors import ToolDefinitionError
+from toolguard.files._load import PolicyFileError, load_policy
+from toolguard.policy._handlers import Handler
+from toolguard.policy._precedence import Setting
+from toolguard.policy._values import ReturnDirect, ToolPolicy
 
 __all__ = ["build_parser", "main"]
 

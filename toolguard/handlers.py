@@ -19,7 +19,7 @@ those too. In fixed messages ``{error_id}`` and ``{tool}`` are replaced literall
 other braces are interpreted. Subclass :class:`Handler` for a handler of your own.
 """
 
-from toolguard._handlers import (
+from toolguard.policy._handlers import (
     Handler,
     HandlerContext,
     HandlerLike,

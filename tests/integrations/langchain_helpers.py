@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
-from toolguard._precedence import BUILTIN_MESSAGE
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

@@ -43,9 +43,9 @@ from toolguard import (
     load_policy,
     tool,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.crewai import as_crewai_tool, as_crewai_tools, guard
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from ..test_bad_input import CASES, Shop, decode, runs, search_orders
 

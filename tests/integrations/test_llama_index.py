@@ -35,7 +35,6 @@ from toolguard import (
     load_policy,
     tool,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.llama_index import (
     SESSION_KEY,
@@ -43,6 +42,7 @@ from toolguard.integrations.llama_index import (
     as_llama_index_tools,
     guard,
 )
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from ..test_bad_input import CASES, Shop, decode, runs, search_orders
 

@@ -44,13 +44,13 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import always, fail
 from toolguard.integrations.openai_agents import (
     as_function_tool,
     as_function_tools,
     tool_use_behavior,
 )
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from .test_openai_agents_support import (
     NO_TRACING,

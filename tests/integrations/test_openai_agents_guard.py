@@ -41,13 +41,13 @@ from toolguard import (
     ToolPolicy,
     load_policy,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.openai_agents import (
     as_function_tool,
     guard,
     tool_use_behavior,
 )
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from ..test_bad_input import CASES, decode
 from .test_openai_agents_support import (

@@ -52,13 +52,13 @@ from toolguard import (
     ToolError,
     ToolPolicy,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import always, fail
 from toolguard.integrations.pydantic_ai import (
     ToolguardCapability,
     as_pydantic_ai_tool,
     as_pydantic_ai_tools,
 )
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

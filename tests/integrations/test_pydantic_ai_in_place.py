@@ -48,9 +48,9 @@ from toolguard import (
     ToolPolicy,
     load_policy,
 )
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.handlers import fail
 from toolguard.integrations.pydantic_ai import ToolguardCapability
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 Logs = list[dict[str, Any]]
 SECRET = "db-password=hunter2"

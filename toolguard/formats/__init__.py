@@ -17,7 +17,7 @@ takes the provider's reply (SDK object or its dict form) and gives
 provider SDK, and :attr:`~toolguard.ToolResult.artifact` is never read.
 """
 
-from toolguard._strict import strict_schema
 from toolguard.formats import anthropic, gemini, mcp, openai
+from toolguard.schema._strict import strict_schema
 
 __all__ = ["anthropic", "gemini", "mcp", "openai", "strict_schema"]

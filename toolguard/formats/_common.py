@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-from toolguard._decorator import BoundTool, Tool, tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._tool import BoundTool, Tool, tool
 from toolguard._values import ContentBlock, Image, Round, Text, ToolResult
 from toolguard.errors import ToolDefinitionError
 

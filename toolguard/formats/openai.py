@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from toolguard._strict import strict_schema
 from toolguard._values import Image, Text, ToolCall, ToolResult
 from toolguard.formats._common import (
     AnyTool,
@@ -39,6 +38,7 @@ from toolguard.formats._common import (
     sequence,
     with_prefix,
 )
+from toolguard.schema._strict import strict_schema
 
 __all__ = [
     "ERROR_PREFIX",

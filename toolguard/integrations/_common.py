@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
+from toolguard._tool import AnyTool
 from toolguard.errors import ToolDefinitionError
 
 __all__ = ["declared_schema", "guarded", "refuse_not_run"]

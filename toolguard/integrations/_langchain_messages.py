@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMe
 from langchain_core.messages.tool import ToolOutputMixin
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from toolguard._rounds import round_stops
 from toolguard._values import Content, ContentBlock, Image, Text, ToolResult
+from toolguard.runner._rounds import round_stops
 
 __all__ = [
     "METADATA_KEY",

@@ -33,14 +33,14 @@ import pydantic_core
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 
-from toolguard._guard import Guard
 from toolguard._marks import is_control_flow
-from toolguard._policy import ToolPolicy
-from toolguard._schema import Arguments
 from toolguard._text import shown
 from toolguard._values import ToolCall
 from toolguard.errors import UnknownTool
+from toolguard.guard._guard import Guard
 from toolguard.integrations._langchain_tool import ToolguardWarning
+from toolguard.policy._values import ToolPolicy
+from toolguard.schema._arguments import Arguments
 
 __all__ = ["Once", "PlainTool", "Probe", "Raised", "unknown_tool", "unwrapped", "visible"]
 

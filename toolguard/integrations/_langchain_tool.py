@@ -41,8 +41,8 @@ from langgraph.runtime import get_runtime
 from pydantic import PrivateAttr
 from typing_extensions import TypedDict, Unpack
 
-from toolguard._decorator import AnyTool, BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
+from toolguard._tool import AnyTool, BoundTool, Tool
 from toolguard._values import Output, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations._common import guarded

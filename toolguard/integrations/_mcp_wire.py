@@ -33,14 +33,14 @@ import pydantic
 import typing_extensions
 from mcp.shared.exceptions import MCPError
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._handlers import fill_message
 from toolguard._logging import emit, new_error_id
 from toolguard._session import Session
 from toolguard._text import bounded, excerpt, shown, utf8
+from toolguard._tool import BoundTool, Tool
 from toolguard._values import Image, ToolResult
 from toolguard.errors import InvalidArguments, ToolDefinitionError
+from toolguard.policy._handlers import fill_message
 
 __all__ = [
     "EVENT_CALL_ABORTED",

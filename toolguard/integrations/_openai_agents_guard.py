@@ -32,12 +32,8 @@ from agents.tool import (
 )
 from agents.tool_context import ToolContext
 
-from toolguard._attempts import Attempts, acall_with_timeout, retry_async
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
-from toolguard._precedence import Setting
-from toolguard._resilience import Retry
-from toolguard._schema import Arguments
 from toolguard._session import Session
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import InvalidArguments
@@ -54,6 +50,10 @@ from toolguard.integrations._openai_agents_runs import (
     step_key,
 )
 from toolguard.integrations._openai_agents_tools import GUARDED
+from toolguard.policy._precedence import Setting
+from toolguard.policy._resilience import Retry
+from toolguard.runner._attempts import Attempts, acall_with_timeout, retry_async
+from toolguard.schema._arguments import Arguments
 
 __all__ = ["guard"]
 

@@ -32,8 +32,8 @@ from agents.tool import ToolOutputFileContentDict, ToolOutputImageDict, ToolOutp
 from agents.tool_context import ToolContext
 
 from toolguard._dispatcher import Dispatcher
-from toolguard._rounds import round_stops
 from toolguard._values import Image, ToolResult
+from toolguard.runner._rounds import round_stops
 
 __all__ = [
     "METADATA_KEY",

@@ -27,8 +27,8 @@ from agents.function_schema import function_schema
 from agents.tool import ToolCaller
 from agents.tool_context import ToolContext
 
-from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
+from toolguard._tool import AnyTool
 from toolguard.errors import ToolDefinitionError
 from toolguard.formats import strict_schema
 from toolguard.integrations._common import guarded

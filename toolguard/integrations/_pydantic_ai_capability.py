@@ -34,7 +34,6 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
 from toolguard._dispatcher import Dispatcher
-from toolguard._rounds import round_stops
 from toolguard._session import Session
 from toolguard._values import ToolCall, ToolResult
 from toolguard.integrations._pydantic_ai_tools import (
@@ -47,6 +46,7 @@ from toolguard.integrations._pydantic_ai_tools import (
     scope,
     with_decision,
 )
+from toolguard.runner._rounds import round_stops
 
 __all__ = ["ToolguardCapability", "conversation_session", "stop_requested"]
 

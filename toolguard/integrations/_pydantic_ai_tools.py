@@ -31,12 +31,12 @@ from pydantic_ai.tools import ToolPrepareFunc
 from pydantic_core import SchemaValidator, core_schema
 from typing_extensions import Unpack
 
-from toolguard._content import TRUNCATED
-from toolguard._decorator import AnyTool
 from toolguard._dispatcher import Dispatcher
 from toolguard._session import Session
+from toolguard._tool import AnyTool
 from toolguard._values import Content, Image, Output, Text, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, register_control_flow
+from toolguard.guard._content import TRUNCATED
 from toolguard.integrations._common import guarded
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 FRAMEWORK: Final = "pydantic-ai"
-"""The name ``toolguard._frameworks`` gives Pydantic AI (its ``RunContext``)."""
+"""The name ``toolguard.schema._frameworks`` gives Pydantic AI (its ``RunContext``)."""
 
 # Pydantic AI's own signals: a tool (or a hook) says what Pydantic AI should do.
 # None of them is a failure for toolguard's handlers to answer.

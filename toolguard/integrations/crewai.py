@@ -58,12 +58,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'toolguard.integrations.crewai needs CrewAI: pip install "toolguard-agents[crewai]"'
     ) from error
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._precedence import Setting
+from toolguard._tool import BoundTool, Tool
 from toolguard.errors import ToolDefinitionError, register_control_flow
 from toolguard.integrations._common import guarded
 from toolguard.integrations._crewai_tools import GuardedTool, ToolguardCrewTool
+from toolguard.policy._precedence import Setting
 
 __all__ = ["GuardedTool", "ToolguardCrewTool", "as_crewai_tool", "as_crewai_tools", "guard"]
 

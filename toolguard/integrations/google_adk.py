@@ -52,16 +52,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[google-adk]"'
     ) from error
 
-from toolguard._content import to_content
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
-from toolguard._policy import ReturnDirect
-from toolguard._precedence import Setting
-from toolguard._rounds import round_stops
 from toolguard._session import Session
 from toolguard._suggest import Names
 from toolguard._text import shown
+from toolguard._tool import BoundTool, Tool
 from toolguard._values import Image, ToolCall, ToolResult
 from toolguard.errors import (
     ResultNotSerializable,
@@ -70,7 +66,11 @@ from toolguard.errors import (
     UnknownTool,
     register_control_flow,
 )
+from toolguard.guard._content import to_content
 from toolguard.integrations._common import guarded
+from toolguard.policy._precedence import Setting
+from toolguard.policy._values import ReturnDirect
+from toolguard.runner._rounds import round_stops
 
 __all__ = ["ToolguardPlugin", "ToolguardTool", "as_adk_tool", "as_adk_tools", "session_id"]
 

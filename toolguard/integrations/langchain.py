@@ -73,18 +73,8 @@ except ImportError:  # pragma: no cover - older langgraph never marks resume err
         return False
 
 
-from toolguard._attempts import (
-    Attempts,
-    acall_with_timeout,
-    call_with_timeout,
-    retry_async,
-    retry_sync,
-)
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
-from toolguard._policy import ReturnDirect
-from toolguard._precedence import Setting
-from toolguard._resilience import Retry
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, register_control_flow
@@ -113,6 +103,16 @@ from toolguard.integrations._langchain_tool import (
     ToolguardWarning,
     as_langchain_tool,
     as_langchain_tools,
+)
+from toolguard.policy._precedence import Setting
+from toolguard.policy._resilience import Retry
+from toolguard.policy._values import ReturnDirect
+from toolguard.runner._attempts import (
+    Attempts,
+    acall_with_timeout,
+    call_with_timeout,
+    retry_async,
+    retry_sync,
 )
 
 __all__ = [

@@ -54,9 +54,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[llama-index]"'
     ) from error
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
-from toolguard._precedence import Setting
+from toolguard._tool import BoundTool, Tool
 from toolguard.errors import register_control_flow
 from toolguard.integrations._common import guarded
 from toolguard.integrations._llama_index_tools import (
@@ -64,6 +63,7 @@ from toolguard.integrations._llama_index_tools import (
     GuardedTool,
     ToolguardFunctionTool,
 )
+from toolguard.policy._precedence import Setting
 
 __all__ = [
     "SESSION_KEY",

@@ -64,15 +64,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[strands]"'
     ) from error
 
-from toolguard._decorator import BoundTool, Tool
 from toolguard._dispatcher import Dispatcher
 from toolguard._marks import is_control_flow
-from toolguard._policy import ReturnDirect
-from toolguard._precedence import Setting
-from toolguard._rounds import round_stops
 from toolguard._session import Session
 from toolguard._suggest import Names
 from toolguard._text import shown
+from toolguard._tool import BoundTool, Tool
 from toolguard._values import Image, ToolCall
 from toolguard._values import ToolResult as GuardResult
 from toolguard.errors import (
@@ -82,6 +79,9 @@ from toolguard.errors import (
     register_control_flow,
 )
 from toolguard.integrations._common import guarded
+from toolguard.policy._precedence import Setting
+from toolguard.policy._values import ReturnDirect
+from toolguard.runner._rounds import round_stops
 
 __all__ = ["ToolguardHooks", "ToolguardTool", "as_strands_tool", "as_strands_tools", "session_id"]
 

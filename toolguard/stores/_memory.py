@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from toolguard._steps import SessionState
+from toolguard.sessions._steps import SessionState
 
 __all__ = ["MemoryStore"]
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Final
 from urllib.parse import quote
 
-from toolguard._session import SESSION_TTL
+from toolguard.sessions._named import SESSION_TTL
 from toolguard.stores import _lua
 from toolguard.stores._base import (
     Check,
@@ -86,7 +86,7 @@ class RedisStore:
     * ``agent``: the namespace of this agent's sessions (two agents sharing a server
       never share state).
     * ``ttl``: seconds an idle session's keys live (default: as long as an idle
-      session is kept in memory, :data:`~toolguard._session.SESSION_TTL`).
+      session is kept in memory, :data:`~toolguard.sessions._named.SESSION_TTL`).
     * ``fleet_breakers``: ``True`` for every tool, or tool names, whose breaker is
       shared by all sessions of the agent (one tool down is down for everyone);
       their closed state is cached in the process for ``fleet_cache`` seconds.

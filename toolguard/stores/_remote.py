@@ -1,7 +1,7 @@
 """A session whose budgets and breakers live in a shared store (:class:`RemoteState`),
 its model steps (:class:`RemoteStep`), and the store's health (:class:`Health`).
 
-The in-process state (``_steps.SessionState``, the memory store) is this class's base
+The in-process state (``sessions._steps.SessionState``, the memory store) is this class's base
 and stays its fallback: while the store is down and the store fails open, the same
 methods answer from process memory, exactly as the memory store would.
 
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from toolguard._logging import emit
-from toolguard._precedence import Resolved
-from toolguard._resilience import Breaker
-from toolguard._steps import NEUTRAL, SessionState, Step, ToolState, exhausted, unavailable
 from toolguard.errors import RetryWithFeedback, ToolTimeout, ToolUnavailable
+from toolguard.policy._precedence import Resolved
+from toolguard.policy._resilience import Breaker
+from toolguard.sessions._steps import NEUTRAL, SessionState, Step, ToolState, exhausted, unavailable
 from toolguard.stores._base import (
     CLOSED,
     OPEN,
@@ -159,7 +159,7 @@ class RemoteStep(Step):
     """One model step of a :class:`RemoteState`: :attr:`id` is unique across processes
     (the step's own key, or a random one drawn on first use)."""
 
-    __slots__ = ("_alock", "_counted", "_deferred", "_id", "_lock", "seen")
+    __slots__ = ("_alock", "_id", "_lock", "seen")
     remote = True
     session: RemoteState
 
@@ -170,8 +170,6 @@ class RemoteStep(Step):
         self._lock = threading.Lock()
         self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.seen: dict[str, bool] = {}  # tool -> closed, with failures to report?
-        self._counted: dict[int, int] = {}  # failures whose budget abefore spent
-        self._deferred: dict[int, tuple[str, Breaker, Exception, bool] | None] = {}
 
     @property
     def id(self) -> str:
@@ -267,7 +265,7 @@ class RemoteStep(Step):
             return self._check_here(tool, breaker)
         return self._checked(tool, breaker, check)
 
-    # --- the breaker, after a call ---------------------------------------------------
+    # --- after a call ----------------------------------------------------------------
 
     def _counts(
         self, tool: str, breaker: Breaker | None, error: Exception | None, visible: bool
@@ -297,24 +295,15 @@ class RemoteStep(Step):
         elif recorded.event == "breaker_closed":
             emit("info", "breaker_closed", tool=tool)
 
-    def finished(
-        self,
-        tool: str,
-        breaker: Breaker | None,
-        error: Exception | None,
-        *,
-        visible: bool = False,
+    def _record(
+        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
     ) -> None:
-        if error is not None and id(error) in self._deferred:  # the async path: aafter sends it
-            if breaker is not None:
-                self._deferred[id(error)] = (tool, breaker, error, visible)
-            return
         failed = self._counts(tool, breaker, error, visible)
         if failed is None or breaker is None:
             return
         state = self.session
         if state.health.down():
-            Step.finished(self, tool, breaker, error, visible=visible)
+            Step._record(self, tool, breaker, error, visible=visible)
             return
         try:
             recorded = state.store.record(
@@ -327,24 +316,19 @@ class RemoteStep(Step):
             )
         except StoreUnavailable as unavailable_:
             state.health.failed(unavailable_)
-            Step.finished(self, tool, breaker, error, visible=visible)
+            Step._record(self, tool, breaker, error, visible=visible)
             return
         self._recorded(tool, recorded)
 
-    async def afinished(
-        self,
-        tool: str,
-        breaker: Breaker | None,
-        error: Exception | None,
-        *,
-        visible: bool = False,
+    async def _arecord(
+        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
     ) -> None:
         failed = self._counts(tool, breaker, error, visible)
         if failed is None or breaker is None:
             return
         state = self.session
         if state.health.down():
-            Step.finished(self, tool, breaker, error, visible=visible)
+            Step._record(self, tool, breaker, error, visible=visible)
             return
         try:
             recorded = await _awaited(
@@ -359,62 +343,54 @@ class RemoteStep(Step):
             )
         except StoreUnavailable as unavailable_:
             state.health.failed(unavailable_)
-            Step.finished(self, tool, breaker, error, visible=visible)
+            Step._record(self, tool, breaker, error, visible=visible)
             return
         self._recorded(tool, recorded)
 
-    # --- the model-retry budget ------------------------------------------------------
+    async def asucceeded(self, tool: str, breaker: Breaker | None) -> None:
+        await self._arecord(tool, breaker, None, visible=False)
 
-    def model_retry(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+    async def aafter(
+        self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
+    ) -> None:
+        await self._arecord(tool, breaker, error, visible=visible)
+
+    # --- the model-retry budget, before the handler chain ------------------------------
+
+    def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
         limit = resolved.max_model_retries
         if limit is None or not isinstance(error, RetryWithFeedback):
             return error
-        used = self._counted.pop(id(error), None)  # spent by abefore (the async path)
-        if used is None:
-            state = self.session
-            if state.health.down():
-                return self._budget_here(error, tool, resolved)
-            try:
-                used = state.store.count_retry(state.id, tool, self.id)
-            except StoreUnavailable as unavailable_:
-                state.health.failed(unavailable_)
-                return self._budget_here(error, tool, resolved)
-            state.health.ok()
-        elif used < 0:
+        state = self.session
+        if state.health.down():
             return self._budget_here(error, tool, resolved)
+        try:
+            used = state.store.count_retry(state.id, tool, self.id)
+        except StoreUnavailable as unavailable_:
+            state.health.failed(unavailable_)
+            return self._budget_here(error, tool, resolved)
+        state.health.ok()
+        return exhausted(error, tool, used, limit)
+
+    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        limit = resolved.max_model_retries
+        if limit is None or not isinstance(error, RetryWithFeedback):
+            return error
+        state = self.session
+        if state.health.down():
+            return self._budget_here(error, tool, resolved)
+        try:
+            used = await _awaited(state.store, "count_retry", state.id, tool, self.id)
+        except StoreUnavailable as unavailable_:
+            state.health.failed(unavailable_)
+            return self._budget_here(error, tool, resolved)
+        state.health.ok()
         return exhausted(error, tool, used, limit)
 
     def _budget_here(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
         if self.session.store.on_unavailable == "fail-closed":
             return _closed(tool, self.session.health.retry_interval)
-        return Step.model_retry(self, error, tool, resolved)
-
-    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> None:
-        """Before the async path builds a failure: spend the budget now (awaited), and
-        hold back the breaker's outcome for :meth:`aafter`."""
-        self._deferred[id(error)] = None
-        if resolved.max_model_retries is None or not isinstance(error, RetryWithFeedback):
-            return
-        state = self.session
-        if state.health.down():
-            self._counted[id(error)] = -1
-            return
-        try:
-            used = await _awaited(state.store, "count_retry", state.id, tool, self.id)
-        except StoreUnavailable as unavailable_:
-            state.health.failed(unavailable_)
-            self._counted[id(error)] = -1
-            return
-        state.health.ok()
-        self._counted[id(error)] = used
-
-    async def aafter(self, error: Exception) -> None:
-        """After the async path built a failure: send the breaker's outcome."""
-        held = self._deferred.pop(id(error), None)
-        self._counted.pop(id(error), None)
-        if held is not None:
-            tool, breaker, raised, visible = held
-            await self.afinished(tool, breaker, raised, visible=visible)
+        return Step.before(self, error, tool, resolved)
 
     # --- reads -----------------------------------------------------------------------
 

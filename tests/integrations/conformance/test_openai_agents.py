@@ -34,8 +34,8 @@ from agents.tool_context import ToolContext
 
 import toolguard
 from toolguard import Dispatcher, ToolError
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.integrations.openai_agents import as_function_tools, guard
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from ..test_openai_agents_support import call, outputs, run, say
 

@@ -42,8 +42,8 @@ from pydantic_ai.models.test import TestModel
 
 import toolguard
 from toolguard import Dispatcher, RetryWithFeedback, ToolError
-from toolguard._precedence import BUILTIN_MESSAGE
 from toolguard.integrations.pydantic_ai import ToolguardCapability, as_pydantic_ai_tool
+from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 Way = Literal["native", "in_place", "adapter"]
 WAYS: tuple[Way, ...] = ("native", "in_place", "adapter")

@@ -11,7 +11,9 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from toolguard._file_values import (
+from toolguard._suggest import did_you_mean
+from toolguard.errors import InvalidOption
+from toolguard.files._values import (
     DOTTED,
     Bad,
     boolean,
@@ -26,7 +28,7 @@ from toolguard._file_values import (
     number,
     table_of,
 )
-from toolguard._handlers import (
+from toolguard.policy._handlers import (
     MESSAGE_HANDLERS,
     NAMED_HANDLERS,
     Handler,
@@ -35,7 +37,9 @@ from toolguard._handlers import (
     named_handler,
     on,
 )
-from toolguard._policy import (
+from toolguard.policy._precedence import BUILTIN
+from toolguard.policy._resilience import Breaker, Retry
+from toolguard.policy._values import (
     EXHAUSTED_MODES,
     LOG_FRAMES,
     LOG_LEVELS,
@@ -47,10 +51,6 @@ from toolguard._policy import (
     ReturnDirect,
     check_store,
 )
-from toolguard._precedence import BUILTIN
-from toolguard._resilience import Breaker, Retry
-from toolguard._suggest import did_you_mean
-from toolguard.errors import InvalidOption
 
 __all__ = ["HANDLER_NAMES", "KEYS", "Key", "compose"]
 
@@ -76,7 +76,7 @@ HANDLER_NAMES: Final[dict[str, Handler | _NeedsMessage]] = {
     **{name: _NeedsMessage(name, factory) for name, factory in MESSAGE_HANDLERS.items()},
 }
 """The handler vocabulary a file may name (besides import paths and fixed messages):
-the same names as in code (``toolguard._handlers``)."""
+the same names as in code (``toolguard.policy._handlers``)."""
 
 _GENERIC: Final = HANDLER_NAMES["generic_unless_visible"]
 
@@ -89,7 +89,7 @@ _Ref: TypeAlias = Handler | _NeedsMessage
 
 def _handler(value: Any) -> _Ref:
     """One handler string: a name, an import path, or a fixed message, by the rule code
-    follows too (:func:`~toolguard._handlers.named_handler`)."""
+    follows too (:func:`~toolguard.policy._handlers.named_handler`)."""
     if not isinstance(value, str):
         raise expected(_HANDLER_ALLOWED, value)
     if value in HANDLER_NAMES:

@@ -1,5 +1,5 @@
 """Retries, timeouts and circuit breakers: the policy values (how they run is
-``_attempts`` and ``_steps``).
+``runner._attempts``'s and ``sessions._steps``').
 
 Order of operations for one call::
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import attrs
 from typing_extensions import TypedDict, Unpack
 
-from toolguard._handlers import Handler, HandlerLike, as_handler
-from toolguard._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 from toolguard._suggest import did_you_mean
 from toolguard.errors import InvalidOption
+from toolguard.policy._handlers import Handler, HandlerLike, as_handler
+from toolguard.policy._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 
 if TYPE_CHECKING:
     from toolguard._values import ToolResult

@@ -16,15 +16,15 @@ from concurrent.futures import FIRST_EXCEPTION, Future
 from concurrent.futures import wait as futures_wait
 from typing import Any, Final
 
-from toolguard._handlers import fill_message
 from toolguard._marks import is_interrupt
-from toolguard._policy import ReturnDirectMode, ToolPolicy
-from toolguard._precedence import BUILTIN_MESSAGE
-from toolguard._runner import Runner, no_running_loop, run_loop
-from toolguard._steps import Step
 from toolguard._text import shown
 from toolguard._values import Round, ToolCall, ToolResult, _new
 from toolguard.errors import ToolCallFailed
+from toolguard.policy._handlers import fill_message
+from toolguard.policy._precedence import BUILTIN_MESSAGE
+from toolguard.policy._values import ReturnDirectMode, ToolPolicy
+from toolguard.runner._pipeline import Runner, no_running_loop, run_loop
+from toolguard.sessions._steps import Step
 
 __all__ = ["Rounds", "assemble_round", "round_stops"]
 

@@ -23,8 +23,15 @@ from typing import Any, Final, TypeVar
 
 from pydantic_core import ValidationError
 
-from toolguard import _config, _telemetry
-from toolguard._attempts import (
+from toolguard._marks import is_control_flow
+from toolguard._text import shown
+from toolguard._values import ToolCall, ToolResult, success
+from toolguard.guard._content import to_content
+from toolguard.guard._guard import Guard, Rules
+from toolguard.policy import _config
+from toolguard.policy._precedence import Resolved, resolve
+from toolguard.policy._values import NEVER, ToolPolicy
+from toolguard.runner._attempts import (
     GRACE,
     Attempts,
     acall_with_timeout,
@@ -33,16 +40,11 @@ from toolguard._attempts import (
     retry_async,
     retry_sync,
 )
-from toolguard._content import to_content
-from toolguard._guard import Guard, Rules
-from toolguard._marks import is_control_flow
-from toolguard._policy import NEVER, ToolPolicy
-from toolguard._pools import Pools
-from toolguard._precedence import Resolved, resolve
-from toolguard._schema import Arguments
-from toolguard._steps import Step
-from toolguard._text import shown
-from toolguard._values import ToolCall, ToolResult, success
+from toolguard.runner._foreign import Foreign
+from toolguard.runner._pools import Pools
+from toolguard.schema._arguments import Arguments
+from toolguard.sessions._steps import Step
+from toolguard.telemetry import _spans as _telemetry
 
 T = TypeVar("T")
 
@@ -143,6 +145,7 @@ class Runner:
         descriptions: Mapping[str, str] | None = None,
     ) -> None:
         self.guard = guard
+        self.foreign = Foreign(guard)  # calls of tools that run elsewhere
         self.telemetry = guard.telemetry  # the agent's switch: .on, whether to trace now
         self.pools = pools
         described = descriptions or {}
@@ -243,7 +246,7 @@ class Runner:
             attempts = counter.count if counter is not None else 1
             return self.guard.failed(error, call, resolved, entry.name, step, attempts)
         if report:  # a success after failures: the breaker counts it
-            step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+            step.succeeded(entry.name, breaker)  # type: ignore[union-attr]
         if plan.plain:
             return success(call.id, entry.name, content, artifact, value)
         return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)
@@ -351,9 +354,9 @@ class Runner:
             return await self.guard.afailed(error, call, resolved, entry.name, step, attempts)
         if report:  # a success after failures: the breaker counts it
             if step.remote:  # type: ignore[union-attr]
-                await step.afinished(entry.name, breaker, None)  # type: ignore[union-attr]
+                await step.asucceeded(entry.name, breaker)  # type: ignore[union-attr]
             else:
-                step.finished(entry.name, breaker, None)  # type: ignore[union-attr]
+                step.succeeded(entry.name, breaker)  # type: ignore[union-attr]
         if plan.plain:
             return success(call.id, entry.name, content, artifact, value)
         return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)

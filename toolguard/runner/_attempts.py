@@ -17,11 +17,11 @@ from typing import Any, Final, TypeVar
 
 import tenacity
 
-from toolguard import _telemetry
 from toolguard._logging import emit
-from toolguard._pools import Pools
-from toolguard._resilience import Retry
 from toolguard.errors import ToolTimeout
+from toolguard.policy._resilience import Retry
+from toolguard.runner._pools import Pools
+from toolguard.telemetry import _spans as _telemetry
 
 __all__ = [
     "GRACE",

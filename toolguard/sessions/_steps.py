@@ -19,8 +19,6 @@ from typing import Any, Final, Protocol
 import attrs
 
 from toolguard._logging import emit
-from toolguard._precedence import Resolved
-from toolguard._resilience import Breaker
 from toolguard.errors import (
     InvalidArguments,
     ModelRetriesExhausted,
@@ -29,6 +27,8 @@ from toolguard.errors import (
     ToolUnavailable,
     UnknownTool,
 )
+from toolguard.policy._precedence import Resolved
+from toolguard.policy._resilience import Breaker
 
 __all__ = [
     "NEUTRAL",
@@ -172,31 +172,18 @@ class Opens(Protocol):
 
 
 class Step:
-    """One model step of a session: what the dispatcher consults for each call.
+    """One model step of a session: what the runner consults around each call.
 
-    ``remote`` is false for the in-process state: the async pipeline then calls the
-    same methods as the sync one. A store's step (``toolguard.stores``) sets it, and
-    the async pipeline awaits its twins (``acheck_breaker``, ``afinished``, and
-    ``abefore``/``aafter`` around a failure) instead.
+    Before a tool runs, :meth:`check_breaker`; after a success, :meth:`succeeded`;
+    around the handler chain of a failure, :meth:`before` (spend the model-retry
+    budget: it returns the error the chain sees) and :meth:`after` (record the
+    outcome for the breaker). Each has an async twin (``a``-prefixed), which a store's
+    step (``remote``) implements with awaited round trips; here the twins are the same
+    calls, and the async pipeline calls the sync ones directly when ``remote`` is false.
     """
 
     __slots__ = ("counted", "number", "session")
     remote: bool = False
-
-    # the async twins a store's step overrides (the pipeline awaits them when remote)
-    async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
-        return self.check_breaker(tool, breaker)
-
-    async def afinished(
-        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool = False
-    ) -> None:
-        self.finished(tool, breaker, error, visible=visible)
-
-    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> None:
-        """Before the async path builds a failure (a store spends the budget here)."""
-
-    async def aafter(self, error: Exception) -> None:
-        """After the async path built a failure (a store records the outcome here)."""
 
     def __init__(self, session: SessionState, number: int) -> None:
         self.session = session
@@ -206,10 +193,12 @@ class Step:
         # a reset the tool's record is new, and the step may count again)
         self.counted: dict[str, _Tool] | None = None
 
+    # --- the breaker, before a call ------------------------------------------------
+
     def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
         """Raise :class:`ToolUnavailable` if the tool's breaker is open.
 
-        Returns whether a success must be reported back (:meth:`finished`): not for
+        Returns whether a success must be reported back (:meth:`succeeded`): not for
         a tool this session has never seen fail, the common case.
         """
         if breaker is None:
@@ -235,20 +224,66 @@ class Step:
                 retry_after = max(retry_after, lease - now)
         raise unavailable(tool, breaker, retry_after)
 
-    def finished(
-        self,
-        tool: str,
-        breaker: Breaker | None,
-        error: Exception | None,
-        *,
-        visible: bool = False,
-    ) -> None:
-        """Record the outcome of a call (``error`` is ``None`` on success).
+    async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
+        """Async :meth:`check_breaker`."""
+        return self.check_breaker(tool, breaker)
+
+    # --- after a call ----------------------------------------------------------------
+
+    def succeeded(self, tool: str, breaker: Breaker | None) -> None:
+        """A success, reported when :meth:`check_breaker` asked for it: it closes the
+        breaker and clears the failures in a row."""
+        self._record(tool, breaker, None, visible=False)
+
+    async def asucceeded(self, tool: str, breaker: Breaker | None) -> None:
+        """Async :meth:`succeeded`."""
+        self.succeeded(tool, breaker)
+
+    def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Before the handler chain: count a ``RetryWithFeedback`` against the tool's
+        budget for this session (parallel calls of one tool in one step count once).
+
+        Returns the error the chain should see: the same one, now carrying its counts,
+        or a :class:`ModelRetriesExhausted` once the budget is spent.
+        """
+        limit = resolved.max_model_retries
+        if limit is None or not isinstance(error, RetryWithFeedback):
+            return error
+        session = self.session
+        with session._lock:
+            record = session._tools.setdefault(tool, _Tool())
+            counted = self.counted
+            if counted is None:
+                counted = self.counted = {}
+            if counted.get(tool) is not record:
+                counted[tool] = record
+                record.model_retries += 1
+            used = record.model_retries
+        return exhausted(error, tool, used, limit)
+
+    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Async :meth:`before`."""
+        return self.before(error, tool, resolved)
+
+    def after(self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool) -> None:
+        """After the handler chain: record the failure ``error`` (as raised, before
+        :meth:`before`) for the breaker.
 
         Unmarked exceptions and timeouts count as failures; a model-visible error
         (``visible``: the failure read its marker) means the tool worked (it
         answered); neutral outcomes change nothing.
         """
+        self._record(tool, breaker, error, visible=visible)
+
+    async def aafter(
+        self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
+    ) -> None:
+        """Async :meth:`after`."""
+        self.after(tool, breaker, error, visible=visible)
+
+    def _record(
+        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
+    ) -> None:
         if breaker is None:
             return
         session = self.session
@@ -278,25 +313,3 @@ class Step:
         if event is not None:
             name = event.pop("event")
             emit("warning" if name == "breaker_opened" else "info", name, tool=tool, **event)
-
-    def model_retry(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
-        """Count a ``RetryWithFeedback`` against the tool's budget for this session.
-
-        Parallel calls of one tool in one step count once. Returns the error the
-        handler chain should see: the same one, now carrying its counts, or a
-        :class:`ModelRetriesExhausted` once the budget is spent.
-        """
-        limit = resolved.max_model_retries
-        if limit is None or not isinstance(error, RetryWithFeedback):
-            return error
-        session = self.session
-        with session._lock:
-            record = session._tools.setdefault(tool, _Tool())
-            counted = self.counted
-            if counted is None:
-                counted = self.counted = {}
-            if counted.get(tool) is not record:
-                counted[tool] = record
-                record.model_retries += 1
-            used = record.model_retries
-        return exhausted(error, tool, used, limit)

@@ -21,14 +21,14 @@ import pydantic.json_schema
 import pydantic_core
 from typing_extensions import TypedDict
 
-from toolguard._docstrings import check_docstring as check_docs
-from toolguard._docstrings import describe
-from toolguard._frameworks import FrameworkParameter, framework_of
-from toolguard._marks import model_message
+from toolguard._logging import model_message
 from toolguard._text import bounded, excerpt, utf8
-from toolguard._types import accepts_none, null_means_default, pydantic_ready
 from toolguard._values import ToolCall
 from toolguard.errors import InjectionError, InvalidArguments, ToolDefinitionError
+from toolguard.schema._docstrings import check_docstring as check_docs
+from toolguard.schema._docstrings import describe
+from toolguard.schema._frameworks import FrameworkParameter, framework_of
+from toolguard.schema._types import accepts_none, null_means_default, pydantic_ready
 
 __all__ = [
     "Arguments",

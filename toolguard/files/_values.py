@@ -1,5 +1,5 @@
 """Policy files: reading one TOML value. Each parser returns what a policy field takes,
-or raises :class:`Bad` naming what is allowed (``_files`` adds the file, line and key).
+or raises :class:`Bad` naming what is allowed (``_load`` adds the file, line and key).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from toolguard._imports import ImportPathError, import_module, resolve
 from toolguard._suggest import did_you_mean
-from toolguard._toml_lines import KeyPath
+from toolguard.files._imports import ImportPathError, import_module, resolve
+from toolguard.files._lines import KeyPath
 
 __all__ = [
     "DOTTED",

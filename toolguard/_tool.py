@@ -1,9 +1,11 @@
-"""``@tool`` and :class:`Tool`, built on ``wrapt``.
+"""``@tool`` and :class:`Tool`, built on ``wrapt``: the public face of one tool.
 
 The decorated function stays a normal function: calling it runs it unchanged
 (same signature, result and exceptions). What ``@tool`` adds lives beside it: a
-:class:`ToolSpec` (name, description, schema, validator, policy) built once, at
-decoration, and ``invoke``/``ainvoke`` for one guarded call.
+:class:`~toolguard.schema._spec.ToolSpec` (name, description, schema, validator,
+policy), built once, at decoration, by ``toolguard.schema``; and ``invoke``/``ainvoke``
+for one guarded call, through a one-tool runner (``toolguard.runner``). Like the
+``Dispatcher``, it composes the halves; what a tool declares knows nothing of them.
 
 ``@tool`` must be the outermost decorator, above ``@staticmethod`` and
 ``@classmethod``. On an instance method, the schema leaves ``self`` out and the
@@ -12,14 +14,11 @@ dispatcher needs the tool bound to an instance (``Dispatcher([obj.method])``).
 
 from __future__ import annotations
 
-import inspect
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import (
     TYPE_CHECKING,
     Any,
     Concatenate,
-    Final,
     ParamSpec,
     Protocol,
     TypeAlias,
@@ -27,17 +26,16 @@ from typing import (
     overload,
 )
 
-import attrs
 import wrapt
 from typing_extensions import Unpack
 
-from toolguard._guard import Guard
-from toolguard._policy import AGENT_DEFAULTS, PolicyOptions, ToolPolicy, policy_from_options
-from toolguard._pools import Pools
-from toolguard._runner import Runner
-from toolguard._schema import Arguments, build_arguments, describe
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
+from toolguard.guard._guard import Guard
+from toolguard.policy._values import AGENT_DEFAULTS, PolicyOptions, ToolPolicy
+from toolguard.runner._pipeline import Runner
+from toolguard.runner._pools import Pools
+from toolguard.schema._spec import ToolSpec, as_method, build_spec
 
 __all__ = ["AnyTool", "BoundTool", "Tool", "ToolSpec", "runner_for", "tool", "tool_table"]
 
@@ -46,23 +44,6 @@ P2 = ParamSpec("P2")
 R = TypeVar("R")
 R2 = TypeVar("R2")
 T = TypeVar("T")
-
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-@attrs.frozen(kw_only=True)
-class ToolSpec:
-    """Everything ``@tool`` learnt about a function, computed once."""
-
-    name: str
-    description: str
-    policy: ToolPolicy
-    arguments: Arguments
-    is_async: bool
-    is_method: bool = False
-    docs: dict[str, str] = attrs.field(factory=dict, repr=False)
-    strict: bool = False
-    strict_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False)
 
 
 def _passthrough(
@@ -166,97 +147,8 @@ class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
         set_name = getattr(self.__wrapped__, "__set_name__", None)
         if set_name is not None:
             set_name(owner, name)
-        spec = self._self_spec
-        if self._self_binding == "function" and not spec.is_method:
-            arguments = build_arguments(  # the docstring was checked at decoration
-                self.__wrapped__,
-                tool=spec.name,
-                skip_first=True,
-                docs=spec.docs,
-                check_docstring=False,
-            )
-            self._self_spec = attrs.evolve(
-                spec,
-                arguments=arguments,
-                is_method=True,
-                strict_parameters=(
-                    _strict_parameters(arguments, spec.name) if spec.strict else None
-                ),
-            )
-
-
-def _defined_in_class(function: Any) -> bool:
-    """A plain function written in a class body (its qualified name says so)."""
-    if not inspect.isfunction(function):
-        return False
-    parts = function.__qualname__.split(".")
-    return len(parts) >= 2 and parts[-2] != "<locals>"
-
-
-def _strict_parameters(arguments: Arguments, tool: str) -> dict[str, Any]:
-    from toolguard._strict import strict_schema
-
-    return strict_schema(arguments.parameters, tool=tool)
-
-
-def _build(
-    function: Any,
-    *,
-    name: str | None,
-    description: str | None,
-    check_docstring: bool,
-    strict: bool,
-    options: Mapping[str, Any],
-) -> Tool[Any, Any]:
-    target = function
-    skip_first = False
-    if isinstance(function, classmethod):
-        target, skip_first = function.__func__, True
-    elif isinstance(function, staticmethod):
-        target = function.__func__
-    elif _defined_in_class(function):
-        skip_first = True  # an instance method: `self` is not the model's to send
-    if not callable(target):
-        raise ToolDefinitionError(f"@tool decorates a function or method, got {function!r}")
-    tool_name = name if name is not None else getattr(target, "__name__", "")
-    if not isinstance(tool_name, str) or not _NAME.match(tool_name):
-        raise ToolDefinitionError(
-            f"tool name {tool_name!r} is not allowed; providers accept 1-64 characters "
-            "from A-Z, a-z, 0-9, '_' and '-'"
-        )
-    if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
-        raise ToolDefinitionError(
-            f"tool {tool_name!r}: generators are not supported; return the whole result"
-        )
-    policy = policy_from_options(options, where=f"tool {tool_name!r}", also=TOOL_OPTIONS)
-    summary, docs = describe(target)
-    if description is not None and not isinstance(description, str):
-        raise ToolDefinitionError(f"tool {tool_name!r}: description must be a str")
-    if not isinstance(strict, bool):
-        raise ToolDefinitionError(f"tool {tool_name!r}: strict must be True or False")
-    arguments = build_arguments(
-        target,
-        tool=tool_name,
-        skip_first=skip_first,
-        docs=docs,
-        check_docstring=check_docstring,
-    )
-    spec = ToolSpec(
-        name=tool_name,
-        description=description if description is not None else summary,
-        policy=policy,
-        arguments=arguments,
-        is_async=inspect.iscoroutinefunction(target),
-        is_method=skip_first,
-        docs=docs,
-        strict=strict,
-        strict_parameters=_strict_parameters(arguments, tool_name) if strict else None,
-    )
-    return Tool(function, spec)
-
-
-TOOL_OPTIONS: Final = ("name", "description", "check_docstring", "strict")
-"""``tool()``'s own options, beside the policy fields (named in a bad option's error)."""
+        if self._self_binding == "function" and not self._self_spec.is_method:
+            self._self_spec = as_method(self._self_spec, self.__wrapped__)
 
 
 class _Decorate(Protocol):
@@ -315,26 +207,30 @@ def tool(
     cannot be expressed strictly.
     """
     if function is not None:
-        return _build(
-            function,
-            name=name,
-            description=description,
-            check_docstring=check_docstring,
-            strict=strict,
-            options=options,
-        )
+        return Tool(function, _spec(function, name, description, check_docstring, strict, options))
 
     def decorate(fn: Callable[P2, R2]) -> Tool[P2, R2]:
-        return _build(
-            fn,
-            name=name,
-            description=description,
-            check_docstring=check_docstring,
-            strict=strict,
-            options=options,
-        )
+        return Tool(fn, _spec(fn, name, description, check_docstring, strict, options))
 
     return decorate
+
+
+def _spec(
+    function: Any,
+    name: str | None,
+    description: str | None,
+    check_docstring: bool,
+    strict: bool,
+    options: Mapping[str, Any],
+) -> ToolSpec:
+    return build_spec(
+        function,
+        name=name,
+        description=description,
+        check_docstring=check_docstring,
+        strict=strict,
+        options=options,
+    )
 
 
 AnyTool: TypeAlias = "Tool[..., Any] | BoundTool[..., Any]"

@@ -36,13 +36,13 @@ from typing import Any, Final
 
 import attrs
 
-from toolguard._file_keys import KEYS, Key, compose
-from toolguard._file_values import Bad, describe
-from toolguard._policy import AgentPolicy, ToolPolicy
-from toolguard._precedence import glob_problem, is_glob
 from toolguard._suggest import did_you_mean
-from toolguard._toml_lines import KeyLines, KeyPath, format_path
 from toolguard.errors import InvalidOption
+from toolguard.files._keys import KEYS, Key, compose
+from toolguard.files._lines import KeyLines, KeyPath, format_path
+from toolguard.files._values import Bad, describe
+from toolguard.policy._precedence import glob_problem, is_glob
+from toolguard.policy._values import AgentPolicy, ToolPolicy
 
 __all__ = ["KEYS", "VERSION", "Key", "PolicyFileError", "Problem", "load_policy", "presets"]
 
@@ -249,7 +249,7 @@ def presets() -> dict[str, Traversable]:
     the repository's ``policies/`` in a checkout."""
     folder: Traversable = resources.files("toolguard").joinpath("_policies")
     if not folder.is_dir():
-        folder = Path(__file__).resolve().parent.parent / "policies"
+        folder = Path(__file__).resolve().parents[2] / "policies"
     if not folder.is_dir():  # pragma: no cover - a broken installation
         return {}
     return {

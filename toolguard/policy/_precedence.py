@@ -15,8 +15,9 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from toolguard._handlers import _GenericUnlessVisible, send_exception_message
-from toolguard._policy import (
+from toolguard.policy._handlers import _GenericUnlessVisible, send_exception_message
+from toolguard.policy._resilience import Breaker, Retry
+from toolguard.policy._values import (
     DEFAULT_REDACT,
     NEVER,
     SCALAR_FIELDS,
@@ -26,7 +27,6 @@ from toolguard._policy import (
     ReturnDirect,
     ToolPolicy,
 )
-from toolguard._resilience import Breaker, Retry
 
 __all__ = [
     "BUILTIN",

@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from toolguard._marks import is_control_flow
-from toolguard._steps import Step
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed
@@ -51,7 +50,7 @@ class _Entry(Protocol):
 
 
 class Pipelines(Protocol):
-    """What the hooks need of ``_runner.Runner`` (which imports this module)."""
+    """What the hooks need of ``runner._pipeline.Runner`` (which imports this module)."""
 
     entries: dict[str, Any]
 
@@ -60,7 +59,7 @@ class Pipelines(Protocol):
         call: ToolCall,
         policy: Any,
         context: Any,
-        step: Step | None,
+        step: Any,  # the session's step, passed through to the runner
         framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult: ...
 
@@ -69,7 +68,7 @@ class Pipelines(Protocol):
         call: ToolCall,
         policy: Any,
         context: Any,
-        step: Step | None,
+        step: Any,  # the session's step, passed through to the runner
         offload: bool,
         framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult: ...
@@ -403,7 +402,7 @@ def dispatch(
     call: ToolCall,
     policy: Any,
     context: Any,
-    step: Step | None,
+    step: Any,  # the session's step, passed through to the runner
     framework_values: Mapping[str, Any] | None,
 ) -> ToolResult:
     """``Runner.dispatch`` inside the call's span (the span is current while it runs)."""
@@ -429,7 +428,7 @@ async def adispatch(
     call: ToolCall,
     policy: Any,
     context: Any,
-    step: Step | None,
+    step: Any,  # the session's step, passed through to the runner
     offload: bool,
     framework_values: Mapping[str, Any] | None,
 ) -> ToolResult:

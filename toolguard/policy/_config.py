@@ -13,9 +13,9 @@ import threading
 import attrs
 from typing_extensions import Unpack
 
-from toolguard import _telemetry
-from toolguard._policy import PolicyOptions, ToolPolicy, policy_from_options
-from toolguard._telemetry import RecordException
+from toolguard.policy._values import PolicyOptions, ToolPolicy, policy_from_options
+from toolguard.telemetry import _spans as _telemetry
+from toolguard.telemetry._spans import RecordException
 
 __all__ = ["configure", "get_config", "reset_defaults"]
 

@@ -3,38 +3,61 @@
 Given a tool's name, its call and an exception (or a value that came back), the
 guard resolves the precedence chain for that name, asks the handlers in order,
 logs a hidden cause once, and builds the :class:`~toolguard.ToolResult`. It runs
-nothing: the runner (``_runner``) runs toolguard's own tools and hands their
-outcomes here, and integrations hand it the outcomes of tools another framework ran.
+nothing and keeps no conversation's state: the runner (``toolguard.runner``) runs the
+tools, keeps the session's books around the chain, and hands every outcome here,
+those of tools another framework ran included.
 
 The handler chain is written twice, as twins that differ only in how a handler is
 asked (``handler(...)`` or ``await handler.acall(...)``); everything else about a
-failure is :class:`~toolguard._failure.Failure`'s.
+failure is :class:`~toolguard.guard._failure.Failure`'s.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 
-from toolguard import _config, _telemetry
-from toolguard._content import checked, to_content, truncate
-from toolguard._failure import Failure
-from toolguard._marks import is_control_flow
-from toolguard._policy import NEVER, AgentPolicy, ToolPolicy
-from toolguard._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
-from toolguard._steps import Step
 from toolguard._suggest import Names, did_you_mean
-from toolguard._text import shown
 from toolguard._values import Content, ToolCall, ToolResult
-from toolguard.errors import ToolDefinitionError, ToolUnavailable, UnknownTool
+from toolguard.errors import ToolDefinitionError, UnknownTool
+from toolguard.guard._content import checked, truncate
+from toolguard.guard._failure import Failure
+from toolguard.policy import _config
+from toolguard.policy._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
+from toolguard.policy._resilience import Breaker
+from toolguard.policy._values import NEVER, AgentPolicy, ToolPolicy
+from toolguard.telemetry import _spans as _telemetry
 
-__all__ = ["Guard", "Rules"]
+__all__ = ["Books", "Guard", "Rules"]
 
 _FOREIGN_CACHE: Final = 256
 _MAX_NAME: Final = 64  # what every provider allows for a tool name
+
+
+class Books(Protocol):
+    """What keeps a conversation's books around a failure's handler chain: a session's
+    step (``toolguard.sessions``). The guard calls it; it decides nothing about it."""
+
+    def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Before the chain: spend what the failure costs; the error the chain sees."""
+        ...
+
+    def after(self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool) -> None:
+        """After the chain: record the outcome."""
+        ...
+
+    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Async :meth:`before`."""
+        ...
+
+    async def aafter(
+        self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
+    ) -> None:
+        """Async :meth:`after`."""
+        ...
 
 
 class Rules:
@@ -197,23 +220,34 @@ class Guard:
         call: ToolCall,
         resolved: Resolved,
         name: str,
-        step: Step | None = None,
+        books: Books | None = None,
         attempts: int = 1,
     ) -> ToolResult:
-        """Ask the chain about ``error`` (sync handlers only); the first answer wins."""
-        failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
-        for setting in failure.chain:
-            handler, context = setting.value, failure.context(setting)
-            try:
-                answer = handler(failure.error, context)
+        """Ask the chain about ``error`` (sync handlers only); the first answer wins.
+
+        ``books`` (a session's step) keeps the conversation's books: it is told once
+        before the chain (it may spend the model-retry budget, and change the error the
+        chain sees) and once after (the outcome, for the breaker), however the chain
+        answered, even by raising.
+        """
+        seen = error if books is None else books.before(error, name, resolved)
+        failure = Failure(seen, call, name, resolved, attempts, self.telemetry.on, error)
+        try:
+            for setting in failure.chain:
+                handler, context = setting.value, failure.context(setting)
+                try:
+                    answer = handler(failure.error, context)
+                    if answer is not None:
+                        answer = checked(answer, handler.name)
+                except Exception as raised:
+                    failure.raised(raised, handler, context)
+                    raise
                 if answer is not None:
-                    answer = checked(answer, handler.name)
-            except Exception as raised:
-                failure.raised(raised, handler, context)
-                raise
-            if answer is not None:
-                return failure.answered(answer, handler, context)
-        raise AssertionError("the built-in handler never declines")  # pragma: no cover
+                    return failure.answered(answer, handler, context)
+            raise AssertionError("the built-in handler never declines")  # pragma: no cover
+        finally:
+            if books is not None:
+                books.after(name, resolved.breaker, error, visible=failure.message is not None)
 
     async def afailed(
         self,
@@ -221,28 +255,30 @@ class Guard:
         call: ToolCall,
         resolved: Resolved,
         name: str,
-        step: Step | None = None,
+        books: Books | None = None,
         attempts: int = 1,
     ) -> ToolResult:
-        """Async :meth:`failed`: async handlers are awaited."""
-        if step is not None and step.remote:  # a store's step: its round trips awaited
-            await step.abefore(error, name, resolved)
-            failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
-            await step.aafter(error)
-        else:
-            failure = Failure(error, call, name, resolved, step, attempts, self.telemetry.on)
-        for setting in failure.chain:
-            handler, context = setting.value, failure.context(setting)
-            try:
-                answer = await handler.acall(failure.error, context)
+        """Async :meth:`failed`: async handlers are awaited, and the books' twins too."""
+        seen = error if books is None else await books.abefore(error, name, resolved)
+        failure = Failure(seen, call, name, resolved, attempts, self.telemetry.on, error)
+        try:
+            for setting in failure.chain:
+                handler, context = setting.value, failure.context(setting)
+                try:
+                    answer = await handler.acall(failure.error, context)
+                    if answer is not None:
+                        answer = checked(answer, handler.name)
+                except Exception as raised:
+                    failure.raised(raised, handler, context)
+                    raise
                 if answer is not None:
-                    answer = checked(answer, handler.name)
-            except Exception as raised:
-                failure.raised(raised, handler, context)
-                raise
-            if answer is not None:
-                return failure.answered(answer, handler, context)
-        raise AssertionError("the built-in handler never declines")  # pragma: no cover
+                    return failure.answered(answer, handler, context)
+            raise AssertionError("the built-in handler never declines")  # pragma: no cover
+        finally:
+            if books is not None:
+                await books.aafter(
+                    name, resolved.breaker, error, visible=failure.message is not None
+                )
 
     def succeeded(
         self,
@@ -296,105 +332,3 @@ class Guard:
                     self._unknown_messages.clear()
                 self._unknown_messages[name] = message
         return UnknownTool(message, tool=name, available=self.names)
-
-    # --- tools that ran elsewhere ------------------------------------------------------
-
-    def handle_error(
-        self,
-        call: ToolCall,
-        error: BaseException,
-        *,
-        policy: ToolPolicy | None = None,
-        step: Step | None = None,
-    ) -> ToolResult:
-        """Answer a failure of a tool that ran elsewhere; control flow is re-raised."""
-        if is_control_flow(error):
-            raise error
-        assert isinstance(error, Exception)
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules, policy)
-        self.check_sync(rules.name, resolved)
-        return self.failed(error, call, resolved, rules.name, step)
-
-    async def ahandle_error(
-        self,
-        call: ToolCall,
-        error: BaseException,
-        *,
-        policy: ToolPolicy | None = None,
-        step: Step | None = None,
-    ) -> ToolResult:
-        """Async :meth:`handle_error` (async handlers allowed)."""
-        if is_control_flow(error):
-            raise error
-        assert isinstance(error, Exception)
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules, policy)
-        return await self.afailed(error, call, resolved, rules.name, step)
-
-    def handle_result(
-        self,
-        call: ToolCall,
-        value: object,
-        *,
-        policy: ToolPolicy | None = None,
-        step: Step | None = None,
-    ) -> ToolResult:
-        """The result of a successful call of a tool that ran elsewhere (a value that
-        cannot be serialised is a hidden failure)."""
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules, policy)
-        try:
-            content, artifact = to_content(value)
-        except Exception as error:  # noqa: BLE001 - a value's own serialiser may raise anything
-            self.check_sync(rules.name, resolved)
-            return self.failed(error, call, resolved, rules.name, step)
-        if step is not None:
-            step.finished(rules.name, resolved.breaker, None)
-        return self.succeeded(call, rules.name, content, artifact, resolved, value)
-
-    async def ahandle_result(
-        self,
-        call: ToolCall,
-        value: object,
-        *,
-        policy: ToolPolicy | None = None,
-        step: Step | None = None,
-    ) -> ToolResult:
-        """Async :meth:`handle_result` (async handlers allowed)."""
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules, policy)
-        try:
-            content, artifact = to_content(value)
-        except Exception as error:  # noqa: BLE001 - as above
-            return await self.afailed(error, call, resolved, rules.name, step)
-        if step is not None:
-            if step.remote:
-                await step.afinished(rules.name, resolved.breaker, None)
-            else:
-                step.finished(rules.name, resolved.breaker, None)
-        return self.succeeded(call, rules.name, content, artifact, resolved, value)
-
-    def admit(self, call: ToolCall, step: Step) -> ToolResult | None:
-        """Before a tool that runs elsewhere runs: ``None`` to run it, or the answer
-        (the tool is unavailable: its breaker is open in this session)."""
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules)
-        try:
-            step.check_breaker(rules.name, resolved.breaker)
-        except ToolUnavailable as unavailable:
-            return self.failed(unavailable, call, resolved, rules.name, step)
-        return None
-
-    async def aadmit(self, call: ToolCall, step: Step) -> ToolResult | None:
-        """Async :meth:`admit` (a store's step is awaited)."""
-        rules = self.rules(shown(call.name))
-        resolved = self.resolved(rules)
-        try:
-            if step.remote:
-                await step.acheck_breaker(rules.name, resolved.breaker)
-            else:
-                step.check_breaker(rules.name, resolved.breaker)
-        except ToolUnavailable as unavailable:
-            return await self.afailed(unavailable, call, resolved, rules.name, step)
-        return None

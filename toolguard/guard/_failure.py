@@ -17,21 +17,16 @@ from typing import Any, Final
 import attrs
 import tenacity
 
-from toolguard import _telemetry
-from toolguard._content import ERROR_LIMIT, sendable
-from toolguard._handlers import Handler, HandlerContext, fail
 from toolguard._logging import (
     EVENT_FAILED,
     EVENT_HANDLER_RAISED,
     EVENT_HIDDEN,
     arguments_for_log,
     emit,
+    model_message,
     new_error_id,
 )
-from toolguard._marks import has_hidden_cause, is_control_flow, model_message
-from toolguard._policy import NEVER
-from toolguard._precedence import Resolved, Setting
-from toolguard._steps import Step
+from toolguard._marks import has_hidden_cause, is_control_flow
 from toolguard._text import shown
 from toolguard._values import Content, ErrorKind, ToolCall, ToolResult, error_result
 from toolguard.errors import (
@@ -43,6 +38,11 @@ from toolguard.errors import (
     ToolUnavailable,
     UnknownTool,
 )
+from toolguard.guard._content import ERROR_LIMIT, sendable
+from toolguard.policy._handlers import Handler, HandlerContext, fail
+from toolguard.policy._precedence import Resolved, Setting
+from toolguard.policy._values import NEVER
+from toolguard.telemetry import _spans as _telemetry
 
 __all__ = ["Failure"]
 
@@ -79,10 +79,13 @@ class Failure:
         call: ToolCall,
         name: str,
         resolved: Resolved,
-        step: Step | None,
         attempts: int,
         traced: bool,
+        raised: Exception,
     ) -> None:
+        """``error`` is what the chain is asked about; ``raised`` what the tool raised:
+        ``error`` itself, or what a session's books made of it (a spent model-retry
+        budget makes a ``ModelRetriesExhausted``)."""
         self.call = call
         self.name = name
         self.resolved = resolved
@@ -91,24 +94,23 @@ class Failure:
         self.invalid = isinstance(error, _MODEL_MISTAKES)
         self.chain: tuple[Setting, ...] = resolved.invalid_chain if self.invalid else resolved.chain
         self.stop = False
-        raised = error
-        if step is not None:
-            # the budget first: a RetryWithFeedback's message carries its counts
-            error = step.model_retry(error, name, resolved)
-            if isinstance(error, ModelRetriesExhausted):
-                # the policy decides: tell the model (default), fail, or also stop
-                mode = resolved.settings["model_retries_exhausted"]
-                if mode.value == "fail":
-                    self.chain = (Setting(fail, mode.level, mode.source),)
-                self.stop = mode.value == "stop"
+        if error is not raised and isinstance(error, ModelRetriesExhausted):
+            # the session spent the model-retry budget: the policy decides
+            mode = resolved.settings["model_retries_exhausted"]  # tell (default), fail, stop
+            if mode.value == "fail":
+                self.chain = (Setting(fail, mode.level, mode.source),)
+            self.stop = mode.value == "stop"
         self.error = error
         self.error_id = new_error_id()
         visible = model_message(error, name)  # the marker, read once per failure
         self.message = None if visible is None else sendable(visible, _limit(resolved))
-        if step is not None:
-            step.finished(name, resolved.breaker, raised, visible=visible is not None)
         # telemetry: the span this failure is answered in (the runner's, or its own)
         self.traced = _telemetry.failure(call, name) if traced else None
+
+    @property
+    def visible(self) -> bool:
+        """Whether the exception carried a model-visible message (the tool answered)."""
+        return self.message is not None
 
     def context(self, setting: Setting) -> HandlerContext:
         """What the handler at ``setting`` is told about this failure."""
@@ -221,12 +223,12 @@ def _kind(error: Exception, message: str | None) -> ErrorKind:
 
 
 def _plumbing() -> tuple[str, ...]:
-    """Where the frames above a tool's own come from: toolguard's call path and the
-    standard library and tenacity machinery it runs tools through."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    core = ("_runner", "_attempts", "_pools", "_rounds", "_guard", "_dispatcher",
-            "_session", "_decorator")  # fmt: skip
-    places = [os.path.join(here, f"{name}.py") for name in core]
+    """Where the frames above a tool's own come from: toolguard's call path (the
+    runner and guard packages, the public face) and the standard library and tenacity
+    machinery it runs tools through."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    places = [os.path.join(package, folder) + os.sep for folder in ("runner", "guard")]
+    places += [os.path.join(package, f"{name}.py") for name in ("_dispatcher", "_session", "_tool")]
     places += [os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
                for module in (asyncio, concurrent.futures, tenacity)]  # fmt: skip
     places += [os.path.abspath(threading.__file__), os.path.abspath(contextlib.__file__)]
