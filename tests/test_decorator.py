@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolguard import Tool, ToolCall, ToolDefinitionError, ToolPolicy, ToolResult, tool
+from toolguard import (
+    PolicyFileError,
+    Tool,
+    ToolCall,
+    ToolDefinitionError,
+    ToolPolicy,
+    ToolResult,
+    load_policy,
+    tool,
+)
 from toolguard.handlers import fail
 from toolguard.policy._values import ON_SUCCESS, UNSET
 
@@ -115,10 +126,31 @@ def test_a_bad_policy_fails_at_decoration_naming_the_tool_and_allowed_values(
         tool(**options)(bad)
 
 
-@pytest.mark.parametrize("name", ["", "has space", "x" * 65, "dots.not.allowed"])
+@pytest.mark.parametrize(
+    "name", ["", "has space", "x" * 65, "dots.not.allowed", "trailing_newline\n", "é"]
+)
 def test_tool_names_must_suit_every_provider(name: str) -> None:
     with pytest.raises(ToolDefinitionError, match="is not allowed; providers accept"):
         tool(name=name)(lambda: None)
+
+
+@pytest.mark.parametrize("name", ["trailing_newline\n", "x" * 65, "a.b", "x" * 64])
+def test_a_policy_file_and_the_decorator_refuse_the_same_tool_names(
+    name: str, tmp_path: Path
+) -> None:
+    """One rule for a tool name: a name @tool refuses is no tool name in a policy file,
+    and a name it accepts is one."""
+    path = tmp_path / "agent.toml"
+    path.write_text(
+        f'version = 1\n[tools.{json.dumps(name)}]\non_error = "fail"\n', encoding="utf-8"
+    )
+    try:
+        tool(name=name)(lambda: None)
+    except ToolDefinitionError:
+        with pytest.raises(PolicyFileError, match="is not a tool name"):
+            load_policy(path)
+    else:
+        assert name in load_policy(path).overrides
 
 
 def test_varargs_and_generators_are_refused_at_decoration() -> None:

@@ -119,7 +119,7 @@ _CORE_VALUES = {*_BOTTOM, "_marks", "errors"}
 MAY_IMPORT: dict[str, set[str]] = {
     "_values": set(),
     "_text": set(),
-    "_suggest": set(),
+    "_suggest": {"_text"},
     "_logging": {"_text", "_marks"},
     "_marks": set(),
     "errors": {"_marks", "_values"},

@@ -17,6 +17,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from toolguard._text import NAME_LIMIT
+
 __all__ = ["CANDIDATES", "Names", "did_you_mean"]
 
 CANDIDATES: Final = 2  # names compared with difflib from each seed, once narrowed down
@@ -58,7 +60,7 @@ class Names:
                 for piece in _pieces(name):
                     positions.setdefault(piece, []).append(position)
             index = self._index = {piece: frozenset(p) for piece, p in positions.items()}
-        found = [holders for holders in map(index.get, _pieces(word[:64])) if holders]
+        found = [holders for holders in map(index.get, _pieces(word[:NAME_LIMIT])) if holders]
         found.sort(key=len)  # the rarest pieces tell names apart best
         picked: set[int] = set()
         for seed in found[:_SEEDS]:

@@ -14,12 +14,27 @@
 
 from __future__ import annotations
 
+import re
 import reprlib
 from typing import Any, Final
 
-__all__ = ["EXCERPT", "NAME_LIMIT", "bounded", "excerpt", "shown", "utf8"]
+__all__ = [
+    "EXCERPT",
+    "ID_LIMIT",
+    "NAME_LIMIT",
+    "TOOL_NAME",
+    "TOOL_NAME_RULE",
+    "bounded",
+    "excerpt",
+    "shown",
+    "utf8",
+]
 
 NAME_LIMIT: Final = 64  # what every provider allows for a tool name
+TOOL_NAME: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{NAME_LIMIT}}}")  # use fullmatch
+TOOL_NAME_RULE: Final = f"1-{NAME_LIMIT} characters of A-Z a-z 0-9 _ -"
+"""What every provider accepts as a tool name, as the pattern and as words."""
+ID_LIMIT: Final = 128  # characters of a model's call id that toolguard logs or records
 EXCERPT: Final = 40
 
 _REPR = reprlib.Repr()  # bounded at any depth and size (keyword options need 3.12)

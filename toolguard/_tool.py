@@ -14,6 +14,7 @@ dispatcher needs the tool bound to an instance (``Dispatcher([obj.method])``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import (
     TYPE_CHECKING,
@@ -206,31 +207,21 @@ def tool(
     strict-mode schema (OpenAI ``strict: true``) and fails here when the signature
     cannot be expressed strictly.
     """
-    if function is not None:
-        return Tool(function, _spec(function, name, description, check_docstring, strict, options))
-
-    def decorate(fn: Callable[P2, R2]) -> Tool[P2, R2]:
-        return Tool(fn, _spec(fn, name, description, check_docstring, strict, options))
-
-    return decorate
-
-
-def _spec(
-    function: Any,
-    name: str | None,
-    description: str | None,
-    check_docstring: bool,
-    strict: bool,
-    options: Mapping[str, Any],
-) -> ToolSpec:
-    return build_spec(
-        function,
+    spec = functools.partial(
+        build_spec,
         name=name,
         description=description,
         check_docstring=check_docstring,
         strict=strict,
         options=options,
     )
+    if function is not None:
+        return Tool(function, spec(function))
+
+    def decorate(fn: Callable[P2, R2]) -> Tool[P2, R2]:
+        return Tool(fn, spec(fn))
+
+    return decorate
 
 
 AnyTool: TypeAlias = "Tool[..., Any] | BoundTool[..., Any]"

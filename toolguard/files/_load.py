@@ -37,6 +37,7 @@ from typing import Any, Final
 import attrs
 
 from toolguard._suggest import did_you_mean
+from toolguard._text import TOOL_NAME, TOOL_NAME_RULE
 from toolguard.errors import InvalidOption
 from toolguard.files._keys import KEYS, Key, compose
 from toolguard.files._lines import KeyLines, KeyPath, format_path
@@ -48,8 +49,6 @@ __all__ = ["KEYS", "VERSION", "Key", "PolicyFileError", "Problem", "load_policy"
 
 VERSION: Final = 1
 """The format version this toolguard reads (``version = 1`` in every file)."""
-
-_NAME_CHARS: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 # --- what a caller gets ------------------------------------------------------------
@@ -222,10 +221,10 @@ def _tool_name_problem(name: str) -> str | None:
     if not name:
         return "a tool name cannot be empty"
     if not is_glob(name):
-        if _NAME_CHARS.fullmatch(name):
+        if TOOL_NAME.fullmatch(name):
             return None
         return (
-            f"{name!r} is not a tool name (1-64 characters of A-Z a-z 0-9 _ -) nor a glob "
+            f"{name!r} is not a tool name ({TOOL_NAME_RULE}) nor a glob "
             "(*, ?, [abc]); it would match no tool"
         )
     problem = glob_problem(name)

@@ -27,7 +27,7 @@ from toolguard._logging import (
     new_error_id,
 )
 from toolguard._marks import has_hidden_cause, is_control_flow
-from toolguard._text import shown
+from toolguard._text import ID_LIMIT, shown
 from toolguard._values import Content, ErrorKind, ToolCall, ToolResult, error_result
 from toolguard.errors import (
     InvalidArguments,
@@ -47,7 +47,6 @@ from toolguard.telemetry import _spans as _telemetry
 __all__ = ["Failure"]
 
 _new = object.__new__
-_ID_LIMIT: Final = 128  # characters of a call id in a log event
 
 
 def _limit(resolved: Resolved) -> int:
@@ -132,7 +131,7 @@ class Failure:
         fields = {
             "error_id": error_id,
             "tool": self.name,
-            "call_id": None if self.call.id is None else shown(self.call.id, _ID_LIMIT),
+            "call_id": None if self.call.id is None else shown(self.call.id, ID_LIMIT),
             "answered_by": context.level,
             "handler": handler.name,
             "error_type": type(self.error).__name__,

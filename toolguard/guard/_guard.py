@@ -21,6 +21,7 @@ from typing import Final, Protocol
 import attrs
 
 from toolguard._suggest import Names, did_you_mean
+from toolguard._text import NAME_LIMIT
 from toolguard._values import Content, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, UnknownTool
 from toolguard.guard._content import checked, truncate
@@ -34,7 +35,6 @@ from toolguard.telemetry import _spans as _telemetry
 __all__ = ["Books", "Guard", "Rules"]
 
 _FOREIGN_CACHE: Final = 256
-_MAX_NAME: Final = 64  # what every provider allows for a tool name
 
 
 class Books(Protocol):
@@ -155,7 +155,7 @@ class Guard:
                 rules = Rules(name, shared.layers)
                 rules.version = shared.version  # read first: a newer resolution is only redone
                 rules.resolved = shared.resolved
-            if len(name) <= _MAX_NAME:  # a longer name is no tool's: not worth keeping
+            if len(name) <= NAME_LIMIT:  # a longer name is no tool's: not worth keeping
                 if len(self._foreign) >= _FOREIGN_CACHE:
                     self._foreign.clear()
                 self._foreign[name] = rules
@@ -320,14 +320,14 @@ class Guard:
         if message is None:
             known, listed = self._names, self._names.listing
             if type(call.name) is str:
-                hint = known.did_you_mean(call.name[:_MAX_NAME])
+                hint = known.did_you_mean(call.name[:NAME_LIMIT])
                 message = f"There is no tool named '{name}'{hint}. Available tools: {listed}."
             else:
                 message = (
                     f"A tool call names its tool with a string, not {name}. "
                     f"Available tools: {listed}."
                 )
-            if len(name) <= _MAX_NAME:
+            if len(name) <= NAME_LIMIT:
                 if len(self._unknown_messages) >= _FOREIGN_CACHE:
                     self._unknown_messages.clear()
                 self._unknown_messages[name] = message

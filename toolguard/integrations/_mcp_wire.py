@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from toolguard._dispatcher import Dispatcher
 from toolguard._logging import emit, new_error_id
 from toolguard._session import Session
-from toolguard._text import bounded, excerpt, shown, utf8
+from toolguard._text import ID_LIMIT, bounded, excerpt, shown, utf8
 from toolguard._tool import BoundTool, Tool
 from toolguard._values import Image, ToolResult
 from toolguard.errors import InvalidArguments, ToolDefinitionError
@@ -263,7 +263,7 @@ def aborted(tool: object, call_id: str | None, error: BaseException) -> MCPError
         "error",
         EVENT_CALL_ABORTED,
         tool=shown(tool),
-        call_id=None if call_id is None else shown(call_id),
+        call_id=None if call_id is None else shown(call_id, ID_LIMIT),
         error_id=error_id,
         error_type=type(error).__name__,
         exc_info=error,

@@ -9,20 +9,18 @@ with it; nothing here runs the function.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
 
+from toolguard._text import TOOL_NAME, TOOL_NAME_RULE
 from toolguard.errors import ToolDefinitionError
 from toolguard.policy._values import ToolPolicy, policy_from_options
 from toolguard.schema._arguments import Arguments, build_arguments, describe
 from toolguard.schema._strict import strict_schema
 
 __all__ = ["TOOL_OPTIONS", "ToolSpec", "as_method", "build_spec"]
-
-_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 TOOL_OPTIONS: Final = ("name", "description", "check_docstring", "strict")
 """``tool()``'s own options, beside the policy fields (named in a bad option's error)."""
@@ -77,10 +75,9 @@ def build_spec(
     if not callable(target):
         raise ToolDefinitionError(f"@tool decorates a function or method, got {function!r}")
     tool_name = name if name is not None else getattr(target, "__name__", "")
-    if not isinstance(tool_name, str) or not _NAME.match(tool_name):
+    if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
         raise ToolDefinitionError(
-            f"tool name {tool_name!r} is not allowed; providers accept 1-64 characters "
-            "from A-Z, a-z, 0-9, '_' and '-'"
+            f"tool name {tool_name!r} is not allowed; providers accept {TOOL_NAME_RULE}"
         )
     if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
         raise ToolDefinitionError(

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from toolguard._marks import is_control_flow
-from toolguard._text import shown
+from toolguard._text import ID_LIMIT, shown
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed
 
@@ -116,7 +116,6 @@ through is ``control_flow``."""
 
 # the boundaries the GenAI conventions advise for their duration histograms (seconds)
 _BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
-_ID_LIMIT: Final = 128  # characters of a call id on a span
 _INSTALL: Final = 'telemetry needs the OpenTelemetry API: pip install "toolguard-agents[otel]"'
 
 on = False
@@ -266,7 +265,7 @@ class Traced:
             "gen_ai.tool.name": name,
         }
         if call.id is not None:
-            attributes["gen_ai.tool.call.id"] = shown(call.id, _ID_LIMIT)
+            attributes["gen_ai.tool.call.id"] = shown(call.id, ID_LIMIT)
         if owned:
             attributes["gen_ai.tool.type"] = "function"
         if description:
