@@ -209,15 +209,17 @@ _KINDS: Final[tuple[tuple[type[Exception], ErrorKind], ...]] = (
 )
 
 
+_KINDED: Final = tuple(error_type for error_type, _ in _KINDS)
+
+
 def _kind(error: Exception, message: str | None) -> ErrorKind:
-    # the common case first: the tool's own exception, not one of toolguard's
-    if type(error).__module__ != "toolguard.errors" and not isinstance(
-        error, RetryWithFeedback | ToolTimeout
-    ):
-        return "hidden" if message is None else "visible"
-    for error_type, kind in _KINDS:
-        if isinstance(error, error_type):
-            return kind
+    """The kind of a failure, by ``isinstance`` alone: an application's subclass of
+    one of toolguard's errors is of its kind (one check for the common case, a tool's
+    own exception)."""
+    if isinstance(error, _KINDED):
+        for error_type, kind in _KINDS:
+            if isinstance(error, error_type):
+                return kind
     return "hidden" if message is None else "visible"
 
 
