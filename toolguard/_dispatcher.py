@@ -119,7 +119,13 @@ class Dispatcher:
         self.max_workers: int = self._round_settings["max_workers"].value
         self.max_abandoned: int = self._round_settings["max_abandoned"].value
         self._tools = tool_table(tools)
-        self._external = frozenset(external_tools)
+        external = () if isinstance(external_tools, str) else tuple(external_tools)
+        if isinstance(external_tools, str) or not all(isinstance(n, str) for n in external):
+            raise InvalidOption(
+                "Dispatcher(): external_tools takes tool names (a list of str), "
+                f"got {external_tools!r}"
+            )
+        self._external = frozenset(external)
         self._traced = _first_setting(self._policies, "telemetry", None)
         if self._traced.value:
             _telemetry.start()  # the OpenTelemetry API, or the extra's install hint
@@ -207,6 +213,13 @@ class Dispatcher:
         ``RedisStore`` shared by a fleet (then another process finds the same
         conversation by its ``id``; see ``docs/fleet.md``).
         """
+        if id is not None and (not isinstance(id, str) or not id):
+            raise InvalidOption(f"session(id=...) takes a non-empty str, got {id!r}")
+        if store is not None and not callable(getattr(store, "open", None)):
+            raise InvalidOption(
+                "session(store=...) takes a store (toolguard.stores.MemoryStore(), "
+                f"RedisStore(client)), got {store!r}"
+            )
         if store is None and self._round_settings["store"].value != "memory":
             store = self._policy_store()  # a policy file's store = "redis://..."
         if store is not None and store.name == "memory":

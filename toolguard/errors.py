@@ -183,9 +183,10 @@ class InvalidOption(ToolDefinitionError, TypeError):
     """A bad option: an unknown option name, or a value the option does not take.
 
     The one type raised for a bad option wherever it is given: ``@tool(...)``,
-    ``ToolPolicy(...)``, ``Dispatcher(...)``, ``configure(...)``, a handler string
-    (``on_error="fial"``) and a policy file (:class:`~toolguard.PolicyFileError` is a
-    subclass). The message names the option, suggests the closest allowed name or
+    ``ToolPolicy(...)``, ``AgentPolicy(...)``, ``Retry(...)``, ``Breaker(...)``,
+    ``Dispatcher(...)``, ``dispatcher.session(...)``, ``configure(...)``, a handler
+    string (``on_error="fial"``) and a policy file (:class:`~toolguard.PolicyFileError`
+    is a subclass). The message names the option, suggests the closest allowed name or
     value ("did you mean ...?") and lists everything allowed.
 
     It is a :class:`ToolDefinitionError`, hence a ``ValueError``, and also a

@@ -17,7 +17,8 @@ from typing import Any, Final, TypeAlias
 import attrs
 
 from toolguard._marks import is_control_flow
-from toolguard.errors import RetryWithFeedback, ToolError, ToolTimeout
+from toolguard.errors import InvalidOption, RetryWithFeedback, ToolError, ToolTimeout
+from toolguard.policy._options import named_options
 
 __all__ = ["TRANSIENT", "Breaker", "Retry", "to_breaker", "to_retry", "to_timeout"]
 
@@ -34,25 +35,37 @@ def _exception_types(value: RetryOn) -> tuple[type[Exception], ...] | Callable[[
         value = (value,)
     if isinstance(value, tuple):
         if not value or not all(isinstance(t, type) and issubclass(t, Exception) for t in value):
-            raise ValueError(f"Retry(on={value!r}): use exception classes or a predicate")
+            raise InvalidOption(f"Retry(on={value!r}): use exception classes or a predicate")
         return value
     if callable(value):
         return value
-    raise ValueError(f"Retry(on={value!r}): use exception classes or a predicate")
+    raise InvalidOption(f"Retry(on={value!r}): use exception classes or a predicate")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{type(instance).__name__}({attribute.name}={value!r}): use a number > 0")
+        raise InvalidOption(
+            f"{type(instance).__name__}({attribute.name}={value!r}): use a number > 0"
+        )
 
 
 def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{type(instance).__name__}({attribute.name}={value!r}): use an int >= 1")
+        raise InvalidOption(
+            f"{type(instance).__name__}({attribute.name}={value!r}): use an int >= 1"
+        )
 
 
+def _not_negative(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidOption(
+            f"{type(instance).__name__}({attribute.name}={value!r}): use a number >= 0"
+        )
+
+
+@named_options
 @attrs.frozen(kw_only=True)
 class Retry:
     """Retry transient failures: ``Retry(attempts=3, on=(ConnectionError,))``.
@@ -76,7 +89,7 @@ class Retry:
     )
     initial: float = attrs.field(default=0.5, validator=_positive)
     max_delay: float = attrs.field(default=10.0, validator=_positive)
-    jitter: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
+    jitter: float = attrs.field(default=0.5, validator=_not_negative)
     total: float | None = attrs.field(default=None, validator=_positive)
     sleep: Callable[[float], Any] | None = attrs.field(default=None, eq=False, repr=False)
     clock: Callable[[], float] | None = attrs.field(default=None, eq=False, repr=False)
@@ -104,12 +117,13 @@ def to_retry(value: Any) -> Retry | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return None if value == 0 else Retry(attempts=value + 1)
-    raise ValueError(
+    raise InvalidOption(
         f"retries={value!r} is not allowed; use an int >= 0 (retries after the first "
         "attempt), toolguard.Retry(...), or None"
     )
 
 
+@named_options
 @attrs.frozen(kw_only=True)
 class Breaker:
     """Open after ``failures`` consecutive failures; stay open for ``cooldown`` seconds.
@@ -128,12 +142,12 @@ class Breaker:
 def to_breaker(value: Any) -> Breaker | None:
     if value is None or isinstance(value, Breaker):
         return value
-    raise ValueError(f"breaker={value!r} is not allowed; use toolguard.Breaker(...) or None")
+    raise InvalidOption(f"breaker={value!r} is not allowed; use toolguard.Breaker(...) or None")
 
 
 def to_timeout(value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"timeout={value!r} is not allowed; use seconds > 0, or None")
+        raise InvalidOption(f"timeout={value!r} is not allowed; use seconds > 0, or None")
     return float(value)

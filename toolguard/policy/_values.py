@@ -19,6 +19,7 @@ from typing_extensions import TypedDict, Unpack
 from toolguard._suggest import did_you_mean
 from toolguard.errors import InvalidOption
 from toolguard.policy._handlers import Handler, HandlerLike, as_handler
+from toolguard.policy._options import named_options, refused, unknown_option
 from toolguard.policy._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 
 if TYPE_CHECKING:
@@ -172,12 +173,6 @@ class PolicyOptions(TypedDict, total=False):
     max_logged_arguments: int | Unset | None
 
 
-def _refused(field: str, value: Any, allowed: str, choices: Iterable[str] = ()) -> InvalidOption:
-    """The one error for a value an option does not take: did-you-mean, then what is allowed."""
-    hint = did_you_mean(value, tuple(choices)) if isinstance(value, str) and choices else ""
-    return InvalidOption(f"{field}={value!r} is not allowed{hint}; allowed: {allowed}")
-
-
 def _handler_converter(field: str) -> Callable[[Any], Handler | Unset]:
     def convert(value: HandlerLike | Unset) -> Handler | Unset:
         if isinstance(value, _Unset):
@@ -213,7 +208,7 @@ def _to_log_level(value: Any) -> str | Unset:
         return UNSET
     if isinstance(value, str) and value.lower() in LOG_LEVELS:
         return str(value.lower())
-    raise _refused("log_level", value, ", ".join(LOG_LEVELS), LOG_LEVELS)
+    raise refused("log_level", value, ", ".join(LOG_LEVELS), LOG_LEVELS)
 
 
 def _to_redact(value: Any) -> tuple[str, ...] | Unset:
@@ -224,7 +219,7 @@ def _to_redact(value: Any) -> tuple[str, ...] | Unset:
         or not isinstance(value, Iterable)
         or not all(isinstance(k, str) and k for k in value)
     ):
-        raise _refused("redact", value, "a tuple of argument key names (non-blank strings)")
+        raise refused("redact", value, "a tuple of argument key names (non-blank strings)")
     return tuple(str(k).lower() for k in value)
 
 
@@ -233,7 +228,7 @@ def _to_max_result_chars(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_RESULT_CHARS:
         return value
-    raise _refused("max_result_chars", value, f"an int of at least {MIN_RESULT_CHARS}, or None")
+    raise refused("max_result_chars", value, f"an int of at least {MIN_RESULT_CHARS}, or None")
 
 
 def _resilience(field: str, convert: Callable[[Any], Any], value: Any) -> Any:
@@ -267,13 +262,13 @@ def _to_max_model_retries(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    raise _refused("max_model_retries", value, "an int >= 0, or None")
+    raise refused("max_model_retries", value, "an int >= 0, or None")
 
 
 def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
     if isinstance(value, _Unset) or value in EXHAUSTED_MODES:
         return value  # type: ignore[no-any-return]
-    raise _refused(
+    raise refused(
         "model_retries_exhausted",
         value,
         ", ".join(repr(mode) for mode in EXHAUSTED_MODES),
@@ -284,7 +279,7 @@ def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
 def _to_log_frames(value: Any) -> LogFrames | Unset:
     if isinstance(value, _Unset) or value in LOG_FRAMES:
         return value  # type: ignore[no-any-return]
-    raise _refused("log_frames", value, ", ".join(repr(f) for f in LOG_FRAMES), LOG_FRAMES)
+    raise refused("log_frames", value, ", ".join(repr(f) for f in LOG_FRAMES), LOG_FRAMES)
 
 
 def _to_max_logged_arguments(value: Any) -> int | Unset | None:
@@ -292,7 +287,7 @@ def _to_max_logged_arguments(value: Any) -> int | Unset | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_LOGGED_ARGUMENTS:
         return value
-    raise _refused(
+    raise refused(
         "max_logged_arguments", value, f"an int of at least {MIN_LOGGED_ARGUMENTS}, or None"
     )
 
@@ -352,6 +347,9 @@ class ToolPolicy:
     )
 
     def __init__(self, **options: Unpack[PolicyOptions]) -> None:
+        for key in options:
+            if key not in POLICY_FIELDS:
+                raise unknown_option("ToolPolicy()", key, POLICY_FIELDS)
         self.__attrs_init__(**options)
 
     def is_empty(self) -> bool:
@@ -372,14 +370,9 @@ def policy_from_options(
     ``also`` names the caller's own options (``tool(name=...)``), so that an unknown
     option's message lists every option the caller takes.
     """
-    unknown = [key for key in options if key not in POLICY_FIELDS]
-    if unknown:
-        key = unknown[0]
-        allowed = (*also, *POLICY_FIELDS)
-        raise InvalidOption(
-            f"{where}: unknown option {key!r}{did_you_mean(key, allowed)}; "
-            f"allowed: {', '.join(allowed)}"
-        )
+    for key in options:
+        if key not in POLICY_FIELDS:
+            raise unknown_option(where, key, (*also, *POLICY_FIELDS))
     try:
         return ToolPolicy(**options)  # checked against POLICY_FIELDS above
     except (TypeError, ValueError) as error:
@@ -405,7 +398,7 @@ def _to_overrides(value: Mapping[str, ToolPolicy]) -> dict[str, ToolPolicy]:
 
 def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and value not in RETURN_DIRECT_MODES:
-        raise _refused("return_direct_mode", value, "'any', 'all'", RETURN_DIRECT_MODES)
+        raise refused("return_direct_mode", value, "'any', 'all'", RETURN_DIRECT_MODES)
 
 
 STORE_SCHEMES: Final = ("redis://", "rediss://", "unix://")
@@ -418,38 +411,41 @@ def _check_store(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, str) and value.startswith("env:") and value[4:].isidentifier():
         return
     if not isinstance(value, str) or not value.startswith(STORE_SCHEMES):
-        raise ValueError(
+        raise InvalidOption(
             f"store={value!r} is not allowed; use 'memory', a Redis URL "
             "('redis://host:6379/0', 'rediss://...', 'unix://...'), or 'env:NAME' (the URL "
             "is in that environment variable)"
         )
     if urllib.parse.urlsplit(value).password:
-        raise ValueError(
+        raise InvalidOption(
             "store: a URL with a password does not belong in a policy (explain shows it); "
             "use 'env:NAME', naming an environment variable that holds the URL"
         )
 
 
 def check_store(value: str) -> None:
-    """Raise ``ValueError`` unless ``value`` is what ``store`` accepts."""
+    """Raise :class:`InvalidOption` unless ``value`` is what ``store`` accepts."""
     _check_store(None, None, value)
 
 
 def _check_fail_mode(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and value not in STORE_FAIL_MODES:
-        raise ValueError(
-            f"store_unavailable={value!r} is not allowed; use 'fail-open' or 'fail-closed'"
-        )
+        raise refused("store_unavailable", value, "'fail-open', 'fail-closed'", STORE_FAIL_MODES)
+
+
+def _check_defaults(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, ToolPolicy):
+        raise InvalidOption(f"defaults must be a ToolPolicy(...), got {value!r}")
 
 
 def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise _refused(attribute.name, value, "a positive int")
+        raise refused(attribute.name, value, "a positive int")
 
 
 def _check_bool(instance: Any, attribute: Any, value: Any) -> None:
     if value is not UNSET and not isinstance(value, bool):
-        raise _refused(attribute.name, value, "True or False")
+        raise refused(attribute.name, value, "True or False")
 
 
 AGENT_DEFAULTS: Final[dict[str, Any]] = {
@@ -462,6 +458,7 @@ AGENT_DEFAULTS: Final[dict[str, Any]] = {
 """The built-in values of the agent's own settings (see :class:`AgentPolicy`)."""
 
 
+@named_options
 @attrs.frozen(kw_only=True)
 class AgentPolicy:
     """An agent's whole policy as one value: what a policy file holds.
@@ -481,7 +478,7 @@ class AgentPolicy:
     replace the code's.
     """
 
-    defaults: ToolPolicy = ToolPolicy()
+    defaults: ToolPolicy = attrs.field(factory=ToolPolicy, validator=_check_defaults)
     overrides: dict[str, ToolPolicy] = attrs.field(factory=dict, converter=_to_overrides)
     return_direct_mode: ReturnDirectMode | Unset = attrs.field(default=UNSET, validator=_check_mode)
     max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_positive)

@@ -41,7 +41,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias
 from toolguard._marks import is_control_flow
 from toolguard._text import ID_LIMIT, shown
 from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import ToolCallFailed
+from toolguard.errors import InvalidOption, ToolCallFailed
 
 
 class _Entry(Protocol):
@@ -171,12 +171,13 @@ def configure(telemetry: bool | None, record_exception: RecordException | None) 
     """``configure(telemetry=..., record_exception=...)``; ``None`` leaves a setting."""
     global on, _record, _otel
     if telemetry is not None and not isinstance(telemetry, bool):
-        raise TypeError(f"configure(): telemetry={telemetry!r} is not allowed; use True or False")
+        raise InvalidOption(
+            f"configure(): telemetry={telemetry!r} is not allowed; allowed: True or False"
+        )
     if record_exception is not None and record_exception not in RECORD_EXCEPTION_MODES:
         allowed = ", ".join(repr(mode) for mode in RECORD_EXCEPTION_MODES)
-        raise ValueError(
-            f"configure(): record_exception={record_exception!r} is not allowed; use one of "
-            f"{allowed}"
+        raise InvalidOption(
+            f"configure(): record_exception={record_exception!r} is not allowed; allowed: {allowed}"
         )
     if telemetry and _otel is None:
         _otel = _Otel()
