@@ -15,8 +15,8 @@ failure is :class:`~toolguard.guard._failure.Failure`'s.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Final, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -60,19 +60,26 @@ class Books(Protocol):
         ...
 
 
+_UNRESOLVED: Final = resolve(())
+
+
 class Rules:
     """The precedence levels that apply to one tool name, and their resolution.
 
     ``resolved`` is cached with the version of the global defaults it was resolved
-    under (see :meth:`Guard.resolved`).
+    under (see :meth:`Guard.resolved`). ``derive``, when set (the runner sets it on
+    its own tools' rules), computes what else is kept with a resolution (the runner's
+    plan), as ``derived``: one cache, one version, one lock for both.
     """
 
-    __slots__ = ("layers", "name", "resolved", "version")
+    __slots__ = ("derive", "derived", "layers", "name", "resolved", "version")
 
     def __init__(self, name: str, layers: tuple[Layer, ...]) -> None:
         self.name = name
         self.layers = layers
-        self.resolved: Resolved | None = None
+        self.resolved: Resolved = _UNRESOLVED  # never read before the first resolution
+        self.derive: Callable[[Resolved], object] | None = None
+        self.derived: Any = None
         self.version = -2  # below any config version: resolve on first use
 
 
@@ -170,17 +177,18 @@ class Guard:
             return resolve((Layer("call", policy), *rules.layers, Layer("global", _config._policy)))
         if rules.version != _config._version:
             self._refresh(rules)
-        return rules.resolved  # type: ignore[return-value]
+        return rules.resolved
 
     def _refresh(self, rules: Rules) -> None:
         """Resolve under the current global defaults. Versions only move forward, so a
         slow thread can never leave an older chain cached under a newer version."""
         version, global_policy = _config.snapshot()
         resolved = resolve((*rules.layers, Layer("global", global_policy)))
+        derived = None if rules.derive is None else rules.derive(resolved)
         with self._lock:
             if rules.version >= version:
                 return
-            rules.resolved = resolved
+            rules.resolved, rules.derived = resolved, derived
             rules.version = version  # readers check the version first: set it last
 
     def explain(

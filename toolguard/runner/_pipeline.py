@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -29,7 +28,7 @@ from toolguard._values import ToolCall, ToolResult, success
 from toolguard.guard._content import to_content
 from toolguard.guard._guard import Guard, Rules
 from toolguard.policy import _config
-from toolguard.policy._precedence import Resolved, resolve
+from toolguard.policy._precedence import Resolved
 from toolguard.policy._values import NEVER, ToolPolicy
 from toolguard.runner._attempts import (
     GRACE,
@@ -82,7 +81,6 @@ class Plan:
 
 
 GENERAL: Final = Plan(inline=False, direct=False, plain=False)
-_UNPLANNED: Final = resolve(())  # an entry's chain before its first call (never used)
 
 
 def plan_for(is_async: bool, resolved: Resolved) -> Plan:
@@ -96,20 +94,10 @@ def plan_for(is_async: bool, resolved: Resolved) -> Plan:
 
 
 class Entry:
-    """One of the agent's tools as the runner runs it, with its current plan."""
+    """One of the agent's tools as the runner runs it. Its chain and plan are cached
+    on its ``rules`` (the guard's), as ``resolved`` and ``derived``, under one version."""
 
-    __slots__ = (
-        "arguments",
-        "description",
-        "function",
-        "is_async",
-        "name",
-        "plan",
-        "resolved",
-        "rules",
-        "validate",
-        "version",
-    )
+    __slots__ = ("arguments", "description", "function", "is_async", "name", "rules", "validate")
 
     def __init__(
         self,
@@ -129,9 +117,16 @@ class Entry:
         self.validate = arguments.plain_validate
         self.is_async = is_async
         self.rules = rules
-        self.resolved = _UNPLANNED
-        self.plan = GENERAL
-        self.version = -2  # below any config version: plan on first use
+        rules.derive = self._plan  # the plan is kept with each resolution of the chain
+
+    def _plan(self, resolved: Resolved) -> Plan:
+        return plan_for(self.is_async, resolved)  # read at call time: tests replace it
+
+    @property
+    def plan(self) -> Plan:
+        """The plan under the chain as last resolved (for inspection)."""
+        plan: Plan = self.rules.derived if self.rules.derived is not None else GENERAL
+        return plan
 
 
 class Runner:
@@ -153,7 +148,6 @@ class Runner:
             name: Entry(name, function, arguments, is_async, guard.rules(name), described.get(name))
             for name, function, arguments, is_async in tools
         }
-        self._lock = threading.Lock()
 
     def is_async(self, name: object) -> bool:
         try:
@@ -165,24 +159,14 @@ class Runner:
     # --- the plan ------------------------------------------------------------------
 
     def _plan(self, entry: Entry, policy: ToolPolicy | None) -> tuple[Resolved, Plan]:
-        """The chain and plan for one call that could not use the cached ones."""
+        """The chain and plan for one call that could not use the cached ones: the
+        guard resolves (and caches) the chain; a call level is planned for the call."""
+        rules = entry.rules
         if policy is None:
-            self._refresh(entry)
-            return entry.resolved, entry.plan
-        resolved = self.guard.resolved(entry.rules, policy)
+            self.guard.resolved(rules)
+            return rules.resolved, rules.derived  # set together, under one version
+        resolved = self.guard.resolved(rules, policy)
         return resolved, plan_for(entry.is_async, resolved)
-
-    def _refresh(self, entry: Entry) -> None:
-        """Plan ``entry`` under the current global defaults. Versions only move
-        forward, so a slow thread can never leave an older plan under a newer version."""
-        version = _config._version
-        resolved = self.guard.resolved(entry.rules)
-        plan = plan_for(entry.is_async, resolved)
-        with self._lock:
-            if entry.version >= version:
-                return
-            entry.resolved, entry.plan = resolved, plan
-            entry.version = version  # readers check the version first: set it last
 
     # --- one call, sync ----------------------------------------------------------------
 
@@ -204,8 +188,9 @@ class Runner:
             entry = None
         if entry is None:
             return self._unknown(call, policy, step)
-        if policy is None and entry.version == _config._version:
-            resolved, plan = entry.resolved, entry.plan
+        rules = entry.rules
+        if policy is None and rules.version == _config._version:
+            resolved, plan = rules.resolved, rules.derived
         else:
             resolved, plan = self._plan(entry, policy)
         if not plan.inline:
@@ -307,8 +292,9 @@ class Runner:
             entry = None
         if entry is None:
             return await self._aunknown(call, policy, step)
-        if policy is None and entry.version == _config._version:
-            resolved, plan = entry.resolved, entry.plan
+        rules = entry.rules
+        if policy is None and rules.version == _config._version:
+            resolved, plan = rules.resolved, rules.derived
         else:
             resolved, plan = self._plan(entry, policy)
         direct = plan.direct and (entry.is_async or not offload)
