@@ -8,6 +8,7 @@ import ast
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -383,3 +384,27 @@ def test_every_module_outside_the_public_ones_is_private() -> None:
 
 def test_version_is_the_distributions() -> None:
     assert toolguard.__version__ == importlib.metadata.version("toolguard-agents")
+
+
+_IGNORE = re.compile(r"#\s*type:\s*ignore(\[[^]]*\])?(?P<rest>.*)$")
+
+
+def _unexplained_ignores(text: str) -> list[int]:
+    """The lines of ``text`` with a ``type: ignore`` that says no reason after it."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _IGNORE.search(line)
+        if match and not re.match(r"\s*(#|-)\s*\S", match.group("rest")):
+            found.append(number)
+    return found
+
+
+def test_every_type_ignore_in_the_package_says_why() -> None:
+    assert _unexplained_ignores("x = f()  # type: ignore[arg-type]\n") == [1]
+    assert _unexplained_ignores("x = f()  # type: ignore[arg-type]  # a reason\n") == []
+    missing = {
+        module: lines
+        for module, path in MODULES.items()
+        if (lines := _unexplained_ignores(path.read_text(encoding="utf-8")))
+    }
+    assert missing == {}

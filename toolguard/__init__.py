@@ -25,11 +25,12 @@ from toolguard.errors import (
     VisibleToModel,
     register_control_flow,
 )
+from toolguard.policy._agent import AgentPolicy
 from toolguard.policy._config import configure, get_config, reset_defaults
 from toolguard.policy._handlers import HandlerContext
 from toolguard.policy._precedence import Setting
 from toolguard.policy._resilience import Breaker, Retry
-from toolguard.policy._values import UNSET, AgentPolicy, ReturnDirect, ToolPolicy
+from toolguard.policy._values import UNSET, ReturnDirect, ToolPolicy
 from toolguard.schema._arguments import Injected, InjectedCallId
 from toolguard.sessions._steps import ToolState
 
@@ -90,7 +91,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_files, name)
     if name == "__version__":  # importlib.metadata costs a third of the import: on first use
-        from toolguard.telemetry._spans import distribution_version
+        from toolguard.telemetry._switch import distribution_version
 
         globals()["__version__"] = version = distribution_version()  # read once
         return version

@@ -25,21 +25,19 @@ from toolguard._tool import AnyTool, runner_for, tool_table
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import InvalidOption, ToolDefinitionError
 from toolguard.guard._guard import Guard
+from toolguard.policy._agent import AGENT_DEFAULTS, AgentPolicy, ReturnDirectMode
 from toolguard.policy._precedence import Setting
 from toolguard.policy._values import (
-    AGENT_DEFAULTS,
     POLICY_FIELDS,
     UNSET,
-    AgentPolicy,
     PolicyOptions,
-    ReturnDirectMode,
     ToolPolicy,
     policy_from_options,
 )
 from toolguard.runner._rounds import Rounds
 from toolguard.sessions._named import Sessions
 from toolguard.sessions._steps import Opens
-from toolguard.telemetry import _spans as _telemetry
+from toolguard.telemetry import _switch as _telemetry
 
 __all__ = ["Dispatcher"]
 

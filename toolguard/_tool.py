@@ -33,7 +33,8 @@ from typing_extensions import Unpack
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 from toolguard.guard._guard import Guard
-from toolguard.policy._values import AGENT_DEFAULTS, PolicyOptions, ToolPolicy
+from toolguard.policy._agent import AGENT_DEFAULTS
+from toolguard.policy._values import PolicyOptions, ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._pools import Pools
 from toolguard.schema._spec import ToolSpec, as_method, build_spec
@@ -86,7 +87,7 @@ class _ToolAPI:
         """A one-tool runner: the tool's policy over the global defaults."""
         guard = Guard((), {self.name: self.policy})
         workers, abandoned = AGENT_DEFAULTS["max_workers"], AGENT_DEFAULTS["max_abandoned"]
-        return runner_for(tool_table([self]), guard, workers, abandoned)  # type: ignore[list-item]
+        return runner_for(tool_table([self]), guard, workers, abandoned)  # type: ignore[list-item]  # _ToolAPI is a Tool or BoundTool
 
     def invoke(
         self, arguments: ToolCall | dict[str, Any] | str | None = None, *, context: Any = None
@@ -113,7 +114,7 @@ class BoundTool(_ToolAPI, wrapt.BoundFunctionWrapper[P, R]):
 class Tool(_ToolAPI, wrapt.FunctionWrapper[P, R]):
     """What ``@tool`` returns: the function, unchanged when called, plus its spec."""
 
-    __bound_function_wrapper__ = BoundTool  # type: ignore[assignment]
+    __bound_function_wrapper__ = BoundTool  # type: ignore[assignment]  # wrapt's hook, typed narrower
 
     def __init__(self, wrapped: Callable[P, R], spec: ToolSpec) -> None:
         super().__init__(wrapped, _passthrough)

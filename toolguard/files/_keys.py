@@ -28,6 +28,12 @@ from toolguard.files._values import (
     number,
     table_of,
 )
+from toolguard.policy._agent import (
+    RETURN_DIRECT_MODES,
+    STORE_FAIL_MODES,
+    STORE_SCHEMES,
+    check_store,
+)
 from toolguard.policy._handlers import (
     MESSAGE_HANDLERS,
     NAMED_HANDLERS,
@@ -45,11 +51,7 @@ from toolguard.policy._values import (
     LOG_LEVELS,
     MIN_LOGGED_ARGUMENTS,
     MIN_RESULT_CHARS,
-    RETURN_DIRECT_MODES,
-    STORE_FAIL_MODES,
-    STORE_SCHEMES,
     ReturnDirect,
-    check_store,
 )
 
 __all__ = ["HANDLER_NAMES", "KEYS", "Key", "compose"]

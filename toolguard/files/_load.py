@@ -42,8 +42,9 @@ from toolguard.errors import InvalidOption
 from toolguard.files._keys import KEYS, Key, compose
 from toolguard.files._lines import KeyLines, KeyPath, format_path
 from toolguard.files._values import Bad, describe
+from toolguard.policy._agent import AgentPolicy
 from toolguard.policy._precedence import glob_problem, is_glob
-from toolguard.policy._values import AgentPolicy, ToolPolicy
+from toolguard.policy._values import ToolPolicy
 
 __all__ = ["KEYS", "VERSION", "Key", "PolicyFileError", "Problem", "load_policy", "presets"]
 

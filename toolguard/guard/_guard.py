@@ -27,10 +27,12 @@ from toolguard.errors import ToolDefinitionError, UnknownTool
 from toolguard.guard._content import checked, truncate
 from toolguard.guard._failure import Failure
 from toolguard.policy import _config
+from toolguard.policy._agent import AgentPolicy
 from toolguard.policy._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
 from toolguard.policy._resilience import Breaker
-from toolguard.policy._values import NEVER, AgentPolicy, ToolPolicy
+from toolguard.policy._values import NEVER, ToolPolicy
 from toolguard.telemetry import _spans as _telemetry
+from toolguard.telemetry import _switch
 
 __all__ = ["Books", "Guard", "Rules"]
 
@@ -100,7 +102,7 @@ class Guard:
         telemetry: bool | None = None,
     ) -> None:
         self.external = frozenset(external)
-        self.telemetry = _telemetry.switch(telemetry)  # .on: whether to trace now
+        self.telemetry = _switch.switch(telemetry)  # .on: whether to trace now
         self.names = tuple(tools)
         self._names = Names(self.names)
         self._lock = threading.Lock()

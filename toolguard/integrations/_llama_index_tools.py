@@ -75,7 +75,7 @@ class _Answering(FunctionTool):
         async def enter(**kwargs: Any) -> Any:  # what FunctionTool.fn stands for
             return await self.acall(**kwargs)
 
-        enter.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        enter.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # read by inspect
             [inspect.Parameter(ctx_name, inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
         )
         super().__init__(async_fn=enter, metadata=metadata)
@@ -218,7 +218,7 @@ class GuardedTool(_Answering):
         """Sync call (outside an agent): the tool's own ``call``, answered the same way."""
         from llama_index.core.async_utils import asyncio_run
 
-        return asyncio_run(self.acall(*args, **kwargs))  # type: ignore[no-any-return]
+        return asyncio_run(self.acall(*args, **kwargs))  # type: ignore[no-any-return]  # asyncio_run is untyped
 
     async def _answer(
         self, call: ToolCall, running: Awaitable[ToolOutput], scope: Scope
@@ -303,4 +303,4 @@ class ToolguardFunctionTool(_Answering):
         """Sync call (outside an agent)."""
         from llama_index.core.async_utils import asyncio_run
 
-        return asyncio_run(self.acall(*args, **kwargs))  # type: ignore[no-any-return]
+        return asyncio_run(self.acall(*args, **kwargs))  # type: ignore[no-any-return]  # asyncio_run is untyped

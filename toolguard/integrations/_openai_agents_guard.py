@@ -110,7 +110,7 @@ def _guarded(
     prepare = getattr(inner.on_invoke_tool, "prepare_arguments", None)
     if callable(prepare):
         # approvals evaluate the arguments the SDK's own invoker will run with
-        invoke.__agents_prepare_arguments__ = prepare  # type: ignore[attr-defined]
+        invoke.__agents_prepare_arguments__ = prepare  # type: ignore[attr-defined]  # the SDK reads it
     with contextlib.suppress(AttributeError):  # FunctionTool.__wrapped__: the function
         setattr(invoke, _WRAPPED, tool.__wrapped__)
 

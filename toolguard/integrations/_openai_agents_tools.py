@@ -66,7 +66,7 @@ def _model_view(tool: AnyTool) -> Callable[..., Any]:
     def view(*args: Any, **kwargs: Any) -> Any:  # pragma: no cover - never called
         raise AssertionError("a schema stand-in is never called")
 
-    view.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+    view.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]  # read by inspect
     view.__annotations__ = {
         name: hint for name, hint in hints.items() if name in {p.name for p in kept}
     }

@@ -14,8 +14,8 @@ import attrs
 from typing_extensions import Unpack
 
 from toolguard.policy._values import PolicyOptions, ToolPolicy, policy_from_options
-from toolguard.telemetry import _spans as _telemetry
-from toolguard.telemetry._spans import RecordException
+from toolguard.telemetry import _switch as _telemetry
+from toolguard.telemetry._switch import RecordException
 
 __all__ = ["configure", "get_config", "reset_defaults"]
 

@@ -1,4 +1,4 @@
-"""ToolPolicy, the unset marker, and the agent's policy as one value.
+"""ToolPolicy and the unset marker: what one level of the chain says about a tool.
 
 Every level of the precedence chain (call, override, tool, agent, global, built-in)
 speaks the same language: a :class:`ToolPolicy`. How the levels combine is
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import typing
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -19,14 +18,13 @@ from typing_extensions import TypedDict, Unpack
 from toolguard._suggest import did_you_mean
 from toolguard.errors import InvalidOption
 from toolguard.policy._handlers import Handler, HandlerLike, as_handler
-from toolguard.policy._options import named_options, refused, unknown_option
+from toolguard.policy._options import refused, unknown_option
 from toolguard.policy._resilience import Breaker, Retry, to_breaker, to_retry, to_timeout
 
 if TYPE_CHECKING:
     from toolguard._values import ToolResult
 
 __all__ = [
-    "AGENT_DEFAULTS",
     "ALWAYS",
     "DEFAULT_REDACT",
     "EXHAUSTED_MODES",
@@ -38,21 +36,15 @@ __all__ = [
     "NEVER",
     "ON_SUCCESS",
     "POLICY_FIELDS",
-    "RETURN_DIRECT_MODES",
     "SCALAR_FIELDS",
-    "STORE_FAIL_MODES",
-    "STORE_SCHEMES",
     "UNSET",
-    "AgentPolicy",
     "ExhaustedMode",
     "LogFrames",
     "PolicyOptions",
     "ReturnDirect",
     "ReturnDirectLike",
-    "ReturnDirectMode",
     "ToolPolicy",
     "Unset",
-    "check_store",
     "policy_from_options",
 ]
 
@@ -246,15 +238,15 @@ def _resilience(field: str, convert: Callable[[Any], Any], value: Any) -> Any:
 
 
 def _to_timeout(value: Any) -> float | Unset | None:
-    return _resilience("timeout", to_timeout, value)  # type: ignore[no-any-return]
+    return _resilience("timeout", to_timeout, value)  # type: ignore[no-any-return]  # each converter's own type
 
 
 def _to_retries(value: Any) -> Retry | Unset | None:
-    return _resilience("retries", to_retry, value)  # type: ignore[no-any-return]
+    return _resilience("retries", to_retry, value)  # type: ignore[no-any-return]  # each converter's own type
 
 
 def _to_breaker(value: Any) -> Breaker | Unset | None:
-    return _resilience("breaker", to_breaker, value)  # type: ignore[no-any-return]
+    return _resilience("breaker", to_breaker, value)  # type: ignore[no-any-return]  # each converter's own type
 
 
 def _to_max_model_retries(value: Any) -> int | Unset | None:
@@ -267,7 +259,7 @@ def _to_max_model_retries(value: Any) -> int | Unset | None:
 
 def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
     if isinstance(value, _Unset) or value in EXHAUSTED_MODES:
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]  # checked: one of the Literal's
     raise refused(
         "model_retries_exhausted",
         value,
@@ -278,7 +270,7 @@ def _to_exhausted(value: Any) -> ExhaustedMode | Unset:
 
 def _to_log_frames(value: Any) -> LogFrames | Unset:
     if isinstance(value, _Unset) or value in LOG_FRAMES:
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]  # checked: one of the Literal's
     raise refused("log_frames", value, ", ".join(repr(f) for f in LOG_FRAMES), LOG_FRAMES)
 
 
@@ -377,116 +369,3 @@ def policy_from_options(
         return ToolPolicy(**options)  # checked against POLICY_FIELDS above
     except (TypeError, ValueError) as error:
         raise InvalidOption(f"{where}: {error}") from None
-
-
-ReturnDirectMode: TypeAlias = Literal["any", "all"]
-RETURN_DIRECT_MODES: Final[tuple[ReturnDirectMode, ...]] = typing.get_args(ReturnDirectMode)
-
-
-def _to_overrides(value: Mapping[str, ToolPolicy]) -> dict[str, ToolPolicy]:
-    if not isinstance(value, Mapping):
-        raise InvalidOption(
-            f"overrides must be a mapping of name or glob to ToolPolicy, got {value!r}"
-        )
-    for key, policy in value.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidOption(f"overrides: keys are tool names or globs, got {key!r}")
-        if not isinstance(policy, ToolPolicy):
-            raise InvalidOption(f"overrides[{key!r}] must be a ToolPolicy(...), got {policy!r}")
-    return dict(value)
-
-
-def _check_mode(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not UNSET and value not in RETURN_DIRECT_MODES:
-        raise refused("return_direct_mode", value, "'any', 'all'", RETURN_DIRECT_MODES)
-
-
-STORE_SCHEMES: Final = ("redis://", "rediss://", "unix://")
-STORE_FAIL_MODES: Final = ("fail-open", "fail-closed")
-
-
-def _check_store(instance: Any, attribute: Any, value: Any) -> None:
-    if value is UNSET or value == "memory":
-        return
-    if isinstance(value, str) and value.startswith("env:") and value[4:].isidentifier():
-        return
-    if not isinstance(value, str) or not value.startswith(STORE_SCHEMES):
-        raise InvalidOption(
-            f"store={value!r} is not allowed; use 'memory', a Redis URL "
-            "('redis://host:6379/0', 'rediss://...', 'unix://...'), or 'env:NAME' (the URL "
-            "is in that environment variable)"
-        )
-    if urllib.parse.urlsplit(value).password:
-        raise InvalidOption(
-            "store: a URL with a password does not belong in a policy (explain shows it); "
-            "use 'env:NAME', naming an environment variable that holds the URL"
-        )
-
-
-def check_store(value: str) -> None:
-    """Raise :class:`InvalidOption` unless ``value`` is what ``store`` accepts."""
-    _check_store(None, None, value)
-
-
-def _check_fail_mode(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not UNSET and value not in STORE_FAIL_MODES:
-        raise refused("store_unavailable", value, "'fail-open', 'fail-closed'", STORE_FAIL_MODES)
-
-
-def _check_defaults(instance: Any, attribute: Any, value: Any) -> None:
-    if not isinstance(value, ToolPolicy):
-        raise InvalidOption(f"defaults must be a ToolPolicy(...), got {value!r}")
-
-
-def _check_positive(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not UNSET and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise refused(attribute.name, value, "a positive int")
-
-
-def _check_bool(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not UNSET and not isinstance(value, bool):
-        raise refused(attribute.name, value, "True or False")
-
-
-AGENT_DEFAULTS: Final[dict[str, Any]] = {
-    "return_direct_mode": "any",
-    "max_workers": 32,
-    "max_abandoned": 4,
-    "store": "memory",
-    "store_unavailable": "fail-open",
-}
-"""The built-in values of the agent's own settings (see :class:`AgentPolicy`)."""
-
-
-@named_options
-@attrs.frozen(kw_only=True)
-class AgentPolicy:
-    """An agent's whole policy as one value: what a policy file holds.
-
-    ``defaults`` is the agent level, ``overrides`` (name or glob -> ToolPolicy, in
-    declaration order) the override level, plus the agent's own settings:
-    ``return_direct_mode``, ``max_workers`` (the round pool's threads) and
-    ``max_abandoned`` (per tool, the attempts left running past their timeout before
-    the tool is answered "unavailable"), ``store`` and ``store_unavailable`` (where
-    sessions keep their state), and ``telemetry`` (this agent's calls in OpenTelemetry
-    spans, or not, whatever ``configure(telemetry=)`` says; unset: as it says).
-    ``source`` names where it came from (a file path) for ``explain``.
-
-    Given to ``Dispatcher(tools, policy=...)`` beside settings passed in code, the
-    policy is the later word: at each level its entries come first (its agent
-    handlers are asked before the code's, its scalars win), and its round settings
-    replace the code's.
-    """
-
-    defaults: ToolPolicy = attrs.field(factory=ToolPolicy, validator=_check_defaults)
-    overrides: dict[str, ToolPolicy] = attrs.field(factory=dict, converter=_to_overrides)
-    return_direct_mode: ReturnDirectMode | Unset = attrs.field(default=UNSET, validator=_check_mode)
-    max_workers: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
-    max_abandoned: int | Unset = attrs.field(default=UNSET, validator=_check_positive)
-    # where sessions keep budgets and breakers (toolguard.stores): "memory", or a Redis
-    # URL for the sessions a dispatcher makes without store=; and its failure mode
-    store: str | Unset = attrs.field(default=UNSET, validator=_check_store)
-    store_unavailable: str | Unset = attrs.field(default=UNSET, validator=_check_fail_mode)
-    # this agent's calls in OpenTelemetry spans, whatever configure(telemetry=) says
-    telemetry: bool | Unset = attrs.field(default=UNSET, validator=_check_bool)
-    source: str | None = None

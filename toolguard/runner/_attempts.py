@@ -29,8 +29,10 @@ __all__ = [
     "acall_with_timeout",
     "athread_with_timeout",
     "call_with_timeout",
+    "no_running_loop",
     "retry_async",
     "retry_sync",
+    "run_loop",
     "timeout_error",
 ]
 
@@ -168,7 +170,7 @@ def call_with_timeout(pools: Pools, function: Callable[[], T], *, tool: str, sec
         raise timeout_error(tool, seconds)
     ok, value = attempt.result()
     if ok:
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
     raise value
 
 
@@ -219,5 +221,39 @@ async def athread_with_timeout(
         raise timeout_error(tool, seconds)
     ok, value = attempt.result()
     if ok:
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
     raise value
+
+
+def run_loop(awaitable: Awaitable[T]) -> T:
+    """``asyncio.run(awaitable)``, with what it raised carried out as a value.
+
+    On the main thread ``asyncio.run`` sets a SIGINT handler that holds its main task,
+    and on the way out it formats that handler, the task and the task's exception with
+    ``repr()``. An exception whose ``__repr__`` raises (a hostile or careless tool's)
+    would then replace the tool's failure and leave the handler installed for the rest
+    of the process. The main task here never fails with an ``Exception``: it returns it.
+    """
+    ok, value = asyncio.run(_outcome(awaitable))
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
+
+
+async def _outcome(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    try:
+        return True, await awaitable
+    except Exception as error:  # noqa: BLE001 - re-raised by run_loop, outside the loop
+        return False, error
+
+
+def no_running_loop(what: str) -> None:
+    """Refuse to start an event loop on a thread that is already running one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{what} needs an event loop, and this thread is already running one; "
+        "use await adispatch()/arun() instead"
+    )

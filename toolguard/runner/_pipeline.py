@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 from pydantic_core import ValidationError
@@ -36,8 +36,10 @@ from toolguard.runner._attempts import (
     acall_with_timeout,
     athread_with_timeout,
     call_with_timeout,
+    no_running_loop,
     retry_async,
     retry_sync,
+    run_loop,
 )
 from toolguard.runner._foreign import Foreign
 from toolguard.runner._pools import Pools
@@ -47,7 +49,7 @@ from toolguard.telemetry import _spans as _telemetry
 
 T = TypeVar("T")
 
-__all__ = ["Entry", "Plan", "Runner", "no_running_loop"]
+__all__ = ["Entry", "Plan", "Runner"]
 
 
 class Plan:
@@ -151,7 +153,7 @@ class Runner:
 
     def is_async(self, name: object) -> bool:
         try:
-            entry = self.entries.get(name)  # type: ignore[call-overload]
+            entry = self.entries.get(name)  # type: ignore[call-overload]  # any object may be a name
         except TypeError:  # an unhashable name is no tool's
             return False
         return entry is not None and entry.is_async
@@ -208,8 +210,8 @@ class Runner:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context, framework_values)
-            if breaker is not None:
-                report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            if breaker is not None and step is not None:
+                report = step.check_breaker(entry.name, breaker)
             try:
                 if plan.inline:
                     value = entry.function(*args, **kwargs)
@@ -230,8 +232,8 @@ class Runner:
                 raise
             attempts = counter.count if counter is not None else 1
             return self.guard.failed(error, call, resolved, entry.name, step, attempts)
-        if report:  # a success after failures: the breaker counts it
-            step.succeeded(entry.name, breaker)  # type: ignore[union-attr]
+        if report and step is not None:  # a success after failures: the breaker counts it
+            step.succeeded(entry.name, breaker)
         if plan.plain:
             return success(call.id, entry.name, content, artifact, value)
         return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)
@@ -311,11 +313,11 @@ class Runner:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context, framework_values)
-            if breaker is not None:
-                if step.remote:  # type: ignore[union-attr]  # a store's step: awaited
-                    report = await step.acheck_breaker(entry.name, breaker)  # type: ignore[union-attr]
+            if breaker is not None and step is not None:
+                if step.remote:  # a store's step: awaited
+                    report = await step.acheck_breaker(entry.name, breaker)
                 else:
-                    report = step.check_breaker(entry.name, breaker)  # type: ignore[union-attr]
+                    report = step.check_breaker(entry.name, breaker)
             try:
                 if direct:
                     value = entry.function(*args, **kwargs)
@@ -338,11 +340,11 @@ class Runner:
                 raise
             attempts = counter.count if counter is not None else 1
             return await self.guard.afailed(error, call, resolved, entry.name, step, attempts)
-        if report:  # a success after failures: the breaker counts it
-            if step.remote:  # type: ignore[union-attr]
-                await step.asucceeded(entry.name, breaker)  # type: ignore[union-attr]
+        if report and step is not None:  # a success after failures: the breaker counts it
+            if step.remote:
+                await step.asucceeded(entry.name, breaker)
             else:
-                step.succeeded(entry.name, breaker)  # type: ignore[union-attr]
+                step.succeeded(entry.name, breaker)
         if plan.plain:
             return success(call.id, entry.name, content, artifact, value)
         return self.guard.succeeded(call, entry.name, content, artifact, resolved, value)
@@ -401,37 +403,3 @@ def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[boo
         return True, function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - re-raised, intact, on the loop
         return False, error
-
-
-def run_loop(awaitable: Awaitable[T]) -> T:
-    """``asyncio.run(awaitable)``, with what it raised carried out as a value.
-
-    On the main thread ``asyncio.run`` sets a SIGINT handler that holds its main task,
-    and on the way out it formats that handler, the task and the task's exception with
-    ``repr()``. An exception whose ``__repr__`` raises (a hostile or careless tool's)
-    would then replace the tool's failure and leave the handler installed for the rest
-    of the process. The main task here never fails with an ``Exception``: it returns it.
-    """
-    ok, value = asyncio.run(_outcome(awaitable))
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
-
-
-async def _outcome(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
-    try:
-        return True, await awaitable
-    except Exception as error:  # noqa: BLE001 - re-raised by run_loop, outside the loop
-        return False, error
-
-
-def no_running_loop(what: str) -> None:
-    """Refuse to start an event loop on a thread that is already running one."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        f"{what} needs an event loop, and this thread is already running one; "
-        "use await adispatch()/arun() instead"
-    )

@@ -20,10 +20,12 @@ from toolguard._marks import is_interrupt
 from toolguard._text import shown
 from toolguard._values import Round, ToolCall, ToolResult, _new
 from toolguard.errors import ToolCallFailed
+from toolguard.policy._agent import ReturnDirectMode
 from toolguard.policy._handlers import fill_message
 from toolguard.policy._precedence import BUILTIN_MESSAGE
-from toolguard.policy._values import ReturnDirectMode, ToolPolicy
-from toolguard.runner._pipeline import Runner, no_running_loop, run_loop
+from toolguard.policy._values import ToolPolicy
+from toolguard.runner._attempts import no_running_loop, run_loop
+from toolguard.runner._pipeline import Runner
 from toolguard.sessions._steps import Step
 
 __all__ = ["Rounds", "assemble_round", "round_stops"]

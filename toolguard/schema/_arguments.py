@@ -359,7 +359,7 @@ def build_arguments(
     return Arguments(
         tool=tool,
         parameters=schema,
-        validator=adapter.validator,  # type: ignore[arg-type]
+        validator=adapter.validator,  # type: ignore[arg-type]  # pydantic types it as Any-like
         positional=tuple(positional),
         call_id_params=tuple(call_id_params),
         context_params=tuple(context_params),

@@ -396,7 +396,7 @@ class RemoteStep(Step):
 
     def store_read(self, tool: str) -> Remembered:
         state = self.session
-        return state.store.read(state.id, tool, fleet=state.store.fleet(tool))  # type: ignore[no-any-return]
+        return state.store.read(state.id, tool, fleet=state.store.fleet(tool))  # type: ignore[no-any-return]  # the store is Any (sync or async)
 
     async def astore_read(self, tool: str) -> Remembered:
         state = self.session

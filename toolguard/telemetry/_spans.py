@@ -22,7 +22,7 @@ with the result. The guard's answer (:func:`failure`, :func:`succeeded`) adds wh
 only the guard knows (the handler, its level, the cause); for a tool another
 framework ran (``handle_error``/``handle_result``, sessions' ``admit``) no span is
 open for the call, so the guard's answer is a span of its own. When telemetry is off
-each hook is one module-attribute read (:data:`on`) at the call site, and
+each hook is one attribute read (``_switch.on``, or an agent's own switch) at the call site, and
 ``opentelemetry`` is not imported.
 
 Never recorded: the model's arguments and the tool's result (the conventions'
@@ -33,15 +33,15 @@ opt-in ``gen_ai.tool.call.arguments``/``gen_ai.tool.call.result``), and, unless
 from __future__ import annotations
 
 import contextvars
-import sys
 import time
 from collections.abc import Mapping
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Protocol
 
 from toolguard._marks import is_control_flow
 from toolguard._text import ID_LIMIT, shown
 from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import InvalidOption, ToolCallFailed
+from toolguard.errors import ToolCallFailed
+from toolguard.telemetry import _switch
 
 
 class _Entry(Protocol):
@@ -77,17 +77,12 @@ class Pipelines(Protocol):
 __all__ = [
     "CONVENTIONS",
     "OUTCOMES",
-    "RECORD_EXCEPTION_MODES",
-    "RecordException",
     "Traced",
     "adispatch",
-    "configure",
     "dispatch",
     "failure",
     "outside",
-    "reset",
     "retry",
-    "settings",
     "succeeded",
 ]
 
@@ -97,8 +92,6 @@ CONVENTIONS: Final = (
 )
 """The conventions these spans and metrics follow (pinned; see docs/telemetry.md)."""
 
-RecordException: TypeAlias = Literal["type", "full", "none"]
-RECORD_EXCEPTION_MODES: Final[tuple[RecordException, ...]] = ("type", "full", "none")
 
 OUTCOMES: Final[dict[str | None, str]] = {
     None: "ok",
@@ -114,123 +107,9 @@ OUTCOMES: Final[dict[str | None, str]] = {
 handler failed it, or it was interrupted) is ``failed``; control flow passing
 through is ``control_flow``."""
 
-# the boundaries the GenAI conventions advise for their duration histograms (seconds)
-_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
-_INSTALL: Final = 'telemetry needs the OpenTelemetry API: pip install "toolguard-agents[otel]"'
-
-on = False
-"""Whether telemetry is on: the one thing the hooks read when it is off."""
-
-_record: RecordException = "type"
-_otel: _Otel | None = None
 _open: contextvars.ContextVar[Traced | None] = contextvars.ContextVar(
     "toolguard_traced", default=None
 )
-
-
-def distribution_version() -> str:
-    """toolguard-agents' installed version (``toolguard.__version__``)."""
-    from importlib import metadata  # a third of toolguard's import time: read when asked
-
-    try:
-        return metadata.version("toolguard-agents")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a checkout, not installed
-        return "0+unknown"
-
-
-class _Otel:
-    """The OpenTelemetry API objects, made once when telemetry is first turned on."""
-
-    def __init__(self) -> None:
-        try:
-            from opentelemetry import context, metrics, trace
-        except ImportError as error:
-            raise ImportError(_INSTALL) from error
-        version = distribution_version()
-        self.context = context
-        self.trace = trace
-        self.kind = trace.SpanKind.INTERNAL
-        self.error_status = trace.Status(trace.StatusCode.ERROR)
-        self.tracer = trace.get_tracer("toolguard", version)
-        meter = metrics.get_meter("toolguard", version)
-        self.duration = meter.create_histogram(
-            "gen_ai.execute_tool.duration",
-            unit="s",
-            description="The duration of a single tool execution.",
-            explicit_bucket_boundaries_advisory=_BUCKETS,
-        )
-        self.calls = meter.create_counter(
-            "toolguard.calls", unit="{call}", description="Guarded tool calls, by tool and outcome."
-        )
-
-
-# --- turning it on and off ---------------------------------------------------------------
-
-
-def configure(telemetry: bool | None, record_exception: RecordException | None) -> None:
-    """``configure(telemetry=..., record_exception=...)``; ``None`` leaves a setting."""
-    global on, _record, _otel
-    if telemetry is not None and not isinstance(telemetry, bool):
-        raise InvalidOption(
-            f"configure(): telemetry={telemetry!r} is not allowed; allowed: True or False"
-        )
-    if record_exception is not None and record_exception not in RECORD_EXCEPTION_MODES:
-        allowed = ", ".join(repr(mode) for mode in RECORD_EXCEPTION_MODES)
-        raise InvalidOption(
-            f"configure(): record_exception={record_exception!r} is not allowed; allowed: {allowed}"
-        )
-    if telemetry and _otel is None:
-        _otel = _Otel()
-    if record_exception is not None:
-        _record = record_exception
-    if telemetry is not None:
-        on = telemetry
-
-
-class Switch:
-    """An agent's own telemetry switch: its ``on`` is read as the module's is (the
-    runner holds this module itself when the agent follows ``configure()``)."""
-
-    __slots__ = ("on",)
-
-    def __init__(self, on: bool) -> None:
-        self.on = on
-
-
-ON: Final = Switch(True)
-OFF: Final = Switch(False)
-
-
-class Switched(Protocol):
-    """What reads as telemetry on or off: a :class:`Switch`, or this module."""
-
-    on: bool
-
-
-def switch(telemetry: bool | None) -> Switched:
-    """What an agent reads ``.on`` of: this module (``None``: as ``configure()`` says),
-    :data:`ON` or :data:`OFF`. One attribute more than the module's own read."""
-    if telemetry is None:
-        return sys.modules[__name__]
-    return ON if telemetry else OFF
-
-
-def start() -> None:
-    """Make the OpenTelemetry API objects (an agent of its own turns telemetry on)."""
-    global _otel
-    if _otel is None:
-        _otel = _Otel()
-
-
-def reset() -> None:
-    """Telemetry off, ``record_exception="type"`` (``reset_defaults()``)."""
-    global on, _record
-    on, _record = False, "type"
-
-
-def settings() -> dict[str, Any]:
-    """The current settings, as ``configure()`` takes them."""
-    return {"telemetry": on, "record_exception": _record}
 
 
 # --- one call's span ---------------------------------------------------------------------
@@ -253,7 +132,7 @@ class Traced:
     __slots__ = ("attempts", "call", "error", "error_id", "name", "owned", "span", "started")
 
     def __init__(
-        self, otel: _Otel, call: ToolCall, name: str, description: str | None, owned: bool
+        self, otel: _switch.Otel, call: ToolCall, name: str, description: str | None, owned: bool
     ) -> None:
         self.call = call
         self.name = name
@@ -306,12 +185,12 @@ class Traced:
     def _exception(self, error: BaseException, error_id: str | None) -> None:
         """The failure as the conventions' exception event, per ``record_exception``."""
         self.error, self.error_id = error, error_id
-        if _record == "none":
+        if _switch.record == "none":
             return
         attributes: dict[str, Any] = {"exception.type": _type_name(error)}
         if error_id is not None:
             attributes["toolguard.error_id"] = error_id
-        if _record == "full":
+        if _switch.record == "full":
             try:
                 self.span.record_exception(error, attributes=attributes)
                 return
@@ -323,7 +202,7 @@ class Traced:
         """A failed attempt that will be retried, as a span event."""
         self.attempts = attempt + 1
         attributes: dict[str, Any] = {"toolguard.attempt": attempt, "toolguard.wait": wait}
-        if error is not None and _record != "none":
+        if error is not None and _switch.record != "none":
             attributes["exception.type"] = _type_name(error)
         self.span.add_event("toolguard.retry", attributes)
 
@@ -360,7 +239,7 @@ class Traced:
         self._end(outcome, attributes, failed)
 
     def _end(self, outcome: str, attributes: dict[str, Any], failed: bool) -> None:
-        otel = _otel
+        otel = _switch.otel
         assert otel is not None
         metric: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -368,7 +247,9 @@ class Traced:
         }
         if failed:
             error_type = (
-                outcome if _record == "none" or self.error is None else _type_name(self.error)
+                outcome
+                if _switch.record == "none" or self.error is None
+                else _type_name(self.error)
             )
             attributes["error.type"] = error_type
             metric["error.type"] = error_type
@@ -386,7 +267,7 @@ class Traced:
 
 
 def _begin(runner: Pipelines, call: ToolCall) -> Traced:
-    otel = _otel
+    otel = _switch.otel
     assert otel is not None
     try:
         entry: _Entry | None = runner.entries.get(call.name)
@@ -406,7 +287,7 @@ def dispatch(
     framework_values: Mapping[str, Any] | None,
 ) -> ToolResult:
     """``Runner.dispatch`` inside the call's span (the span is current while it runs)."""
-    otel = _otel
+    otel = _switch.otel
     assert otel is not None
     traced = _begin(runner, call)
     token = otel.context.attach(otel.trace.set_span_in_context(traced.span))
@@ -433,7 +314,7 @@ async def adispatch(
     framework_values: Mapping[str, Any] | None,
 ) -> ToolResult:
     """Async :func:`dispatch`."""
-    otel = _otel
+    otel = _switch.otel
     assert otel is not None
     traced = _begin(runner, call)
     token = otel.context.attach(otel.trace.set_span_in_context(traced.span))
@@ -472,7 +353,7 @@ def failure(call: ToolCall, name: str) -> Traced:
     traced = _open.get()
     if traced is not None and traced.call is call:
         return traced
-    otel = _otel
+    otel = _switch.otel
     assert otel is not None
     return Traced(otel, call, name, None, False)
 
@@ -482,6 +363,6 @@ def succeeded(call: ToolCall, name: str, result: ToolResult) -> None:
     traced = _open.get()
     if traced is not None and traced.call is call:
         return
-    otel = _otel
+    otel = _switch.otel
     assert otel is not None
     Traced(otel, call, name, None, False).finish(result)
