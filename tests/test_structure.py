@@ -134,7 +134,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "files": {*_CORE_VALUES, "policy"},
     "handlers": {"policy"},
     "_tool": {*_CORE_VALUES, "policy", "schema", "guard", "runner"},
-    "_session": {*_CORE_VALUES, "policy", "sessions", "runner"},
+    "_scope": {*_CORE_VALUES, "policy", "schema", "sessions", "runner"},
+    "_session": {*_CORE_VALUES, "policy", "sessions", "runner", "_scope"},
     "_dispatcher": {
         *_CORE_VALUES,
         "policy",
@@ -145,6 +146,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "stores",
         "_tool",
         "_session",
+        "_scope",
     },
     "_scripted": {"_values"},
     "testing": {*_CORE_VALUES, "_scripted"},
@@ -156,7 +158,7 @@ for _top in _TOP:
 MAY_IMPORT["cli"] |= {"_demo", "_targets", "", "integrations"}  # serve-mcp, lazily
 MAY_IMPORT["_demo"] |= {""}
 MAY_IMPORT["pytest_plugin"] |= {""}
-MAY_IMPORT["integrations"] |= {"formats", "_targets"}
+MAY_IMPORT["integrations"] |= {"", "formats", "_targets"}  # "": the public face, toolguard
 
 
 def _unit(module: str) -> str:
@@ -283,6 +285,7 @@ PUBLIC: dict[str, list[str]] = {
         "RetryWithFeedback",
         "ReturnDirect",
         "Round",
+        "Scope",
         "Session",
         "Setting",
         "Text",
@@ -333,6 +336,7 @@ PUBLIC: dict[str, list[str]] = {
         "ToolUnavailable",
         "UnknownTool",
         "VisibleToModel",
+        "is_control_flow",
         "register_control_flow",
     ],
     "toolguard.testing": [
@@ -408,3 +412,112 @@ def test_every_type_ignore_in_the_package_says_why() -> None:
         if (lines := _unexplained_ignores(path.read_text(encoding="utf-8")))
     }
     assert missing == {}
+
+
+# --- integrations stand on public names ---------------------------------------------
+
+_PUBLIC_UNITS = {"", "errors", "handlers", "testing", "stores", "formats", "integrations"}
+
+
+def _core_private_names() -> set[str]:
+    """Private attribute names the core defines (``self._x = ...``, ``def _x``, slots)."""
+    names: set[str] = set()
+    for module, path in MODULES.items():
+        if _unit(module) in ("formats", "integrations"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(node.name)
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def _private_uses(module: str, source: str, imports: set[str], core_private: set[str]) -> list[str]:
+    """What ``module`` reaches of the core that is not public: a private module of the
+    core (``imports``), or a core private attribute of another object than
+    ``self``/``cls`` (in ``source``)."""
+    own = module.rpartition(".")[0] + "._"  # its own package's private modules are its own
+    found = [
+        target
+        for target in sorted(imports)
+        if not target.startswith(own)
+        and (
+            _unit(target) not in _PUBLIC_UNITS
+            or any(part.startswith("_") for part in target.split(".")[1:])
+        )
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in core_private
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.append(f".{node.attr} (line {node.lineno})")
+    return found
+
+
+# Integrations not yet on the in-place pipeline, and what they still reach (issue 27):
+# the list only shrinks; an entry that is no longer needed fails the test below.
+NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
+    {
+        "toolguard.integrations._common",
+        "toolguard.integrations._crewai_tools",
+        "toolguard.integrations._langchain_messages",
+        "toolguard.integrations._langchain_plain",
+        "toolguard.integrations._langchain_scope",
+        "toolguard.integrations._langchain_tool",
+        "toolguard.integrations._llama_index_tools",
+        "toolguard.integrations._mcp_inplace",
+        "toolguard.integrations._mcp_middleware",
+        "toolguard.integrations._mcp_wire",
+        "toolguard.integrations._openai_agents_guard",
+        "toolguard.integrations._openai_agents_outputs",
+        "toolguard.integrations._openai_agents_runs",
+        "toolguard.integrations._openai_agents_tools",
+        "toolguard.integrations._pydantic_ai_capability",
+        "toolguard.integrations._pydantic_ai_tools",
+        "toolguard.integrations.crewai",
+        "toolguard.integrations.fastmcp",
+        "toolguard.integrations.google_adk",
+        "toolguard.integrations.langchain",
+        "toolguard.integrations.llama_index",
+        "toolguard.integrations.mcp",
+        "toolguard.integrations.strands",
+    }
+)
+
+
+def test_the_public_names_check_catches_a_private_reach() -> None:
+    """The positive control: a private module and a private attribute are both found,
+    public names and the integration's own private modules are not."""
+    core_private = _core_private_names()
+    assert {"_runner", "_state"} <= core_private
+    imports = {
+        "toolguard.runner._pipeline",
+        "toolguard",
+        "toolguard.errors",
+        "toolguard.integrations.inplace",
+        "toolguard.integrations._probe_helpers",
+    }
+    source = "def f(dispatcher, self):\n    return dispatcher._runner, self._runner\n"
+    assert _private_uses("toolguard.integrations._probe", source, imports, core_private) == [
+        "toolguard.runner._pipeline",
+        "._runner (line 2)",
+    ]
+
+
+def test_integrations_reach_nothing_private_of_the_core() -> None:
+    core_private = _core_private_names()
+    reached = {
+        module: uses
+        for module, path in MODULES.items()
+        if module.startswith("toolguard.integrations")
+        if (
+            uses := _private_uses(
+                module, path.read_text(encoding="utf-8"), GRAPH[module], core_private
+            )
+        )
+    }
+    assert {m: u for m, u in reached.items() if m not in NOT_YET_ON_PUBLIC_NAMES} == {}
+    assert sorted(NOT_YET_ON_PUBLIC_NAMES - set(reached)) == []  # ported: take it off

@@ -7,6 +7,7 @@ hidden and logged (once, with an error id), and whether the agent loop stops.
 from typing import TYPE_CHECKING, Any
 
 from toolguard._dispatcher import Dispatcher
+from toolguard._scope import Scope
 from toolguard._session import Session
 from toolguard._tool import BoundTool, Tool, tool
 from toolguard._values import Image, Output, Round, Text, ToolCall, ToolResult
@@ -53,6 +54,7 @@ __all__ = [
     "RetryWithFeedback",
     "ReturnDirect",
     "Round",
+    "Scope",
     "Session",
     "Setting",
     "Text",

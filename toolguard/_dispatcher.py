@@ -15,11 +15,12 @@ propagate exactly as raised.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from typing_extensions import Unpack
 
+from toolguard._scope import Scope
 from toolguard._session import Session
 from toolguard._tool import AnyTool, runner_for, tool_table
 from toolguard._values import Round, ToolCall, ToolResult
@@ -34,7 +35,7 @@ from toolguard.policy._values import (
     ToolPolicy,
     policy_from_options,
 )
-from toolguard.runner._rounds import Rounds
+from toolguard.runner._rounds import Rounds, round_stops
 from toolguard.sessions._named import Sessions
 from toolguard.sessions._steps import Opens
 from toolguard.telemetry import _switch as _telemetry
@@ -310,6 +311,18 @@ class Dispatcher:
         return self._rounds.one(calls, outcome)
 
     # --- tools that ran elsewhere ------------------------------------------------------
+
+    def scope(self) -> Scope:
+        """The :class:`~toolguard.Scope` of calls of tools another framework runs, in no
+        conversation (no breaker or budget is counted); a session's is
+        ``session.scope(step=...)``."""
+        return Scope(self._runner)
+
+    def round_stops(self, stops: Sequence[bool]) -> bool:
+        """Whether a round whose calls asked to stop (``stops``, one per call, in call
+        order) ends the agent loop, under this agent's ``return_direct_mode``: for an
+        integration whose framework assembles the round."""
+        return round_stops(stops, self.return_direct_mode)
 
     def handle_result(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None

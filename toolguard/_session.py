@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from toolguard._scope import Scope
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
@@ -92,6 +93,12 @@ class Session:
         return await self._rounds.arun(list(calls), policy, context, self._state.astep(step))
 
     # --- tools another framework runs (the in-place integrations) ---------------------
+
+    def scope(self, *, step: str | None = None) -> Scope:
+        """This conversation as the :class:`~toolguard.Scope` of calls of tools another
+        framework runs; ``step`` names the model step they came in (the model message):
+        calls with the same ``step`` count once against a model-retry budget."""
+        return Scope(self._runner, self, self._state, step)
 
     def admit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
         """Before running a tool that runs elsewhere: ``None`` to run it, or the answer

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from toolguard._marks import ControlFlow, register_control_flow
+from toolguard._marks import ControlFlow, is_control_flow, register_control_flow
 
 if TYPE_CHECKING:
     from toolguard._values import Round
@@ -50,6 +50,7 @@ __all__ = [
     "ToolUnavailable",
     "UnknownTool",
     "VisibleToModel",
+    "is_control_flow",
     "register_control_flow",
 ]
 

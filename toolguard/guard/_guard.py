@@ -14,6 +14,7 @@ failure is :class:`~toolguard.guard._failure.Failure`'s.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
@@ -37,6 +38,12 @@ from toolguard.telemetry import _switch
 __all__ = ["Books", "Guard", "Rules"]
 
 _FOREIGN_CACHE: Final = 256
+
+
+@functools.lru_cache(maxsize=16)
+def _names_of(available: tuple[str, ...]) -> Names:
+    """The did-you-mean index of a framework's tool names (a few sets per process)."""
+    return Names(available)
 
 
 class Books(Protocol):
@@ -170,13 +177,21 @@ class Guard:
                 self._foreign[name] = rules
         return rules
 
-    def resolved(self, rules: Rules, policy: ToolPolicy | None = None) -> Resolved:
-        """The chain for ``rules`` under the current global defaults (and ``policy``, a
-        call level, when given)."""
-        if policy is not None:
-            if not isinstance(policy, ToolPolicy):
-                raise TypeError(f"policy= takes a ToolPolicy, got {policy!r}")
-            return resolve((Layer("call", policy), *rules.layers, Layer("global", _config._policy)))
+    def resolved(
+        self, rules: Rules, policy: ToolPolicy | None = None, tool: ToolPolicy | None = None
+    ) -> Resolved:
+        """The chain for ``rules`` under the current global defaults; with ``policy``, a
+        call level, and with ``tool``, a framework's own setting for a tool it runs, at
+        the tool level after the tool's own (both resolved for this call only)."""
+        if policy is not None or tool is not None:
+            layers = [*rules.layers, Layer("global", _config._policy)]
+            if policy is not None:
+                if not isinstance(policy, ToolPolicy):
+                    raise TypeError(f"policy= takes a ToolPolicy, got {policy!r}")
+                layers.insert(0, Layer("call", policy))
+            if tool is not None:
+                layers.append(Layer("tool", tool, "the framework's own setting"))
+            return resolve(layers)
         if rules.version != _config._version:
             self._refresh(rules)
         return rules.resolved
@@ -321,24 +336,36 @@ class Guard:
             _telemetry.succeeded(call, name, result)
         return result
 
-    def unknown_tool(self, call: ToolCall, name: str) -> UnknownTool:
+    def unknown_tool(
+        self, call: ToolCall, name: str, available: tuple[str, ...] | None = None
+    ) -> UnknownTool:
         """The model-visible error for a call of a tool this agent does not have.
 
         ``name`` is the call's name as toolguard may echo it (:func:`~toolguard._text.shown`).
+        ``available`` names the tools that do exist when they are not this agent's own
+        (a framework's tools, guarded in place); by default the agent's tools.
         """
+        if available is not None:
+            return self._unknown(call, name, _names_of(available))
         message = self._unknown_messages.get(name)
         if message is None:
-            known, listed = self._names, self._names.listing
-            if type(call.name) is str:
-                hint = known.did_you_mean(call.name[:NAME_LIMIT])
-                message = f"There is no tool named '{name}'{hint}. Available tools: {listed}."
-            else:
-                message = (
-                    f"A tool call names its tool with a string, not {name}. "
-                    f"Available tools: {listed}."
-                )
+            message = self._unknown_message(call, name, self._names)
             if len(name) <= NAME_LIMIT:
                 if len(self._unknown_messages) >= _FOREIGN_CACHE:
                     self._unknown_messages.clear()
                 self._unknown_messages[name] = message
         return UnknownTool(message, tool=name, available=self.names)
+
+    def _unknown(self, call: ToolCall, name: str, known: Names) -> UnknownTool:
+        message = self._unknown_message(call, name, known)
+        return UnknownTool(message, tool=name, available=known.names)
+
+    @staticmethod
+    def _unknown_message(call: ToolCall, name: str, known: Names) -> str:
+        """The one wording of an unknown tool's answer: the name (as toolguard may echo
+        it), the closest tool, and the tools there are (bounded)."""
+        listed = known.listing
+        if type(call.name) is str:
+            hint = known.did_you_mean(call.name[:NAME_LIMIT])
+            return f"There is no tool named '{name}'{hint}. Available tools: {listed}."
+        return f"A tool call names its tool with a string, not {name}. Available tools: {listed}."

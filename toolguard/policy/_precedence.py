@@ -15,7 +15,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from toolguard.policy._handlers import _GenericUnlessVisible, send_exception_message
+from toolguard.policy._handlers import Chain, _GenericUnlessVisible, send_exception_message
 from toolguard.policy._resilience import Breaker, Retry
 from toolguard.policy._values import (
     DEFAULT_REDACT,
@@ -117,6 +117,7 @@ class Resolved:
     """
 
     __slots__ = (
+        "_policy",
         "breaker",
         "chain",
         "invalid_chain",
@@ -155,6 +156,20 @@ class Resolved:
         self.model_retries_exhausted: ExhaustedMode = settings["model_retries_exhausted"].value
         self.log_frames: LogFrames = settings["log_frames"].value
         self.max_logged_arguments: int | None = settings["max_logged_arguments"].value
+        self._policy: ToolPolicy | None = None
+
+    def policy(self) -> ToolPolicy:
+        """This resolution as one :class:`ToolPolicy` with nothing unset: each scalar's
+        value, and each chain as one handler (made once, on first use)."""
+        made = self._policy
+        if made is None:
+            scalars = {name: setting.value for name, setting in self.settings.items()}
+            made = self._policy = ToolPolicy(
+                on_error=Chain(tuple(setting.value for setting in self.chain)),
+                on_invalid_call=Chain(tuple(setting.value for setting in self.invalid_chain)),
+                **scalars,
+            )
+        return made
 
     def explain(self) -> dict[str, Setting | tuple[Setting, ...]]:
         """Each setting's effective value and level; ``on_error`` and ``on_invalid_call``

@@ -1,30 +1,112 @@
-"""Calls of tools another framework runs: toolguard answers them, it does not run them.
+"""Calls of tools another framework runs: toolguard answers them; the framework runs them.
 
-The same answers and the same session bookkeeping as for the agent's own tools: before
-the tool runs, :meth:`Foreign.admit` (is its breaker open in this conversation?); after,
-:meth:`Foreign.handle_error` or :meth:`Foreign.handle_result`. Each has an async twin,
-which awaits a store's step and async handlers.
+The same answers and the same session bookkeeping as for the agent's own tools:
+before the tool runs, :meth:`Foreign.admit` (is its breaker open in this
+conversation?); around the framework's own invocation, :meth:`Foreign.run` (the
+policy's timeout and retries); after, :meth:`Foreign.handle_error` or
+:meth:`Foreign.handle_result`. Each has an async twin, which awaits a store's step
+and async handlers. ``toolguard.Scope`` is the public face of this module.
 """
 
 from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from toolguard._marks import is_control_flow
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolUnavailable
 from toolguard.guard._content import to_content
-from toolguard.guard._guard import Guard
+from toolguard.guard._guard import Guard, Rules
+from toolguard.policy._precedence import Resolved
 from toolguard.policy._values import ToolPolicy
+from toolguard.runner._attempts import (
+    Attempts,
+    acall_with_timeout,
+    call_with_timeout,
+    retry_async,
+    retry_sync,
+)
+from toolguard.runner._pools import Pools
 from toolguard.sessions._steps import Step
 
 __all__ = ["Foreign"]
 
+T = TypeVar("T")
+
 
 class Foreign:
-    """One agent's answers to calls of tools that run elsewhere."""
+    """One agent's answers to calls of tools that run elsewhere.
 
-    def __init__(self, guard: Guard) -> None:
+    ``tool`` (in :meth:`handle_error` and :meth:`handle_result`) is the framework's
+    own per-tool setting, put at the tool level of the chain: the tool author's word,
+    asked after any override and before the agent's defaults.
+    """
+
+    def __init__(self, guard: Guard, pools: Pools) -> None:
         self.guard = guard
+        self.pools = pools
+
+    def _resolved(
+        self, call: ToolCall, policy: ToolPolicy | None = None, tool: ToolPolicy | None = None
+    ) -> tuple[Rules, Resolved]:
+        rules = self.guard.rules(shown(call.name))
+        return rules, self.guard.resolved(rules, policy, tool)
+
+    def policy(self, name: str) -> ToolPolicy:
+        """The policy that applies to ``name`` now, every setting resolved."""
+        return self.guard.resolved(self.guard.rules(shown(name))).policy()
+
+    # --- around the framework's invocation -----------------------------------------
+
+    def run(self, call: ToolCall, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (the framework's own invocation) under the tool's timeout (on
+        a worker thread with a deadline) and retries."""
+        rules, resolved = self._resolved(call)
+        seconds, retry = resolved.timeout, resolved.retries
+        if seconds is None and retry is None:
+            return attempt()
+        name = rules.name
+
+        def once() -> T:
+            if seconds is None:
+                return attempt()
+            run = functools.partial(contextvars.copy_context().run, attempt)
+            return call_with_timeout(self.pools, run, tool=name, seconds=seconds)
+
+        try:
+            return once()
+        except Exception as first:
+            if retry is None or is_control_flow(first) or not retry.retryable(first):
+                raise
+            return retry_sync(retry, first, once, tool=name, call_id=call.id, counter=Attempts())
+
+    async def arun(self, call: ToolCall, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Async :meth:`run`: the invocation as a task with a deadline."""
+        rules, resolved = self._resolved(call)
+        seconds, retry = resolved.timeout, resolved.retries
+        if seconds is None and retry is None:
+            return await attempt()
+        name = rules.name
+
+        async def once() -> T:
+            if seconds is None:
+                return await attempt()
+            return await acall_with_timeout(self.pools, attempt(), tool=name, seconds=seconds)
+
+        try:
+            return await once()
+        except Exception as first:
+            if retry is None or is_control_flow(first) or not retry.retryable(first):
+                raise
+            return await retry_async(
+                retry, first, once, tool=name, call_id=call.id, counter=Attempts()
+            )
+
+    # --- after -------------------------------------------------------------------------
 
     def handle_error(
         self,
@@ -32,17 +114,16 @@ class Foreign:
         error: BaseException,
         *,
         policy: ToolPolicy | None = None,
+        tool: ToolPolicy | None = None,
         step: Step | None = None,
     ) -> ToolResult:
         """Answer a failure of a tool that ran elsewhere; control flow is re-raised."""
         if is_control_flow(error):
             raise error
         assert isinstance(error, Exception)
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules, policy)
-        guard.check_sync(rules.name, resolved)
-        return guard.failed(error, call, resolved, rules.name, step)
+        rules, resolved = self._resolved(call, policy, tool)
+        self.guard.check_sync(rules.name, resolved)
+        return self.guard.failed(error, call, resolved, rules.name, step)
 
     async def ahandle_error(
         self,
@@ -50,16 +131,15 @@ class Foreign:
         error: BaseException,
         *,
         policy: ToolPolicy | None = None,
+        tool: ToolPolicy | None = None,
         step: Step | None = None,
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
         if is_control_flow(error):
             raise error
         assert isinstance(error, Exception)
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules, policy)
-        return await guard.afailed(error, call, resolved, rules.name, step)
+        rules, resolved = self._resolved(call, policy, tool)
+        return await self.guard.afailed(error, call, resolved, rules.name, step)
 
     def handle_result(
         self,
@@ -71,17 +151,15 @@ class Foreign:
     ) -> ToolResult:
         """The result of a successful call of a tool that ran elsewhere (a value that
         cannot be serialised is a hidden failure)."""
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules, policy)
+        rules, resolved = self._resolved(call, policy)
         try:
             content, artifact = to_content(value)
         except Exception as error:  # noqa: BLE001 - a value's own serialiser may raise anything
-            guard.check_sync(rules.name, resolved)
-            return guard.failed(error, call, resolved, rules.name, step)
+            self.guard.check_sync(rules.name, resolved)
+            return self.guard.failed(error, call, resolved, rules.name, step)
         if step is not None:
             step.succeeded(rules.name, resolved.breaker)
-        return guard.succeeded(call, rules.name, content, artifact, resolved, value)
+        return self.guard.succeeded(call, rules.name, content, artifact, resolved, value)
 
     async def ahandle_result(
         self,
@@ -92,36 +170,49 @@ class Foreign:
         step: Step | None = None,
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules, policy)
+        rules, resolved = self._resolved(call, policy)
         try:
             content, artifact = to_content(value)
         except Exception as error:  # noqa: BLE001 - as above
-            return await guard.afailed(error, call, resolved, rules.name, step)
+            return await self.guard.afailed(error, call, resolved, rules.name, step)
         if step is not None:
             await step.asucceeded(rules.name, resolved.breaker)
-        return guard.succeeded(call, rules.name, content, artifact, resolved, value)
+        return self.guard.succeeded(call, rules.name, content, artifact, resolved, value)
+
+    def unknown_tool(
+        self, call: ToolCall, available: tuple[str, ...], *, step: Step | None = None
+    ) -> ToolResult:
+        """The answer to a call of a tool the framework does not have: toolguard's one
+        wording (the closest name, the tools that exist), through the chain."""
+        name = shown(call.name)
+        error = self.guard.unknown_tool(call, name, available)
+        return self.handle_error(call, error, step=step)
+
+    async def aunknown_tool(
+        self, call: ToolCall, available: tuple[str, ...], *, step: Step | None = None
+    ) -> ToolResult:
+        """Async :meth:`unknown_tool`."""
+        name = shown(call.name)
+        error = self.guard.unknown_tool(call, name, available)
+        return await self.ahandle_error(call, error, step=step)
+
+    # --- before --------------------------------------------------------------------------
 
     def admit(self, call: ToolCall, step: Step) -> ToolResult | None:
         """Before a tool that runs elsewhere runs: ``None`` to run it, or the answer
         (the tool is unavailable: its breaker is open in this session)."""
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules)
+        rules, resolved = self._resolved(call)
         try:
             step.check_breaker(rules.name, resolved.breaker)
         except ToolUnavailable as unavailable:
-            return guard.failed(unavailable, call, resolved, rules.name, step)
+            return self.guard.failed(unavailable, call, resolved, rules.name, step)
         return None
 
     async def aadmit(self, call: ToolCall, step: Step) -> ToolResult | None:
         """Async :meth:`admit` (a store's step is awaited)."""
-        guard = self.guard
-        rules = guard.rules(shown(call.name))
-        resolved = guard.resolved(rules)
+        rules, resolved = self._resolved(call)
         try:
             await step.acheck_breaker(rules.name, resolved.breaker)
         except ToolUnavailable as unavailable:
-            return await guard.afailed(unavailable, call, resolved, rules.name, step)
+            return await self.guard.afailed(unavailable, call, resolved, rules.name, step)
         return None

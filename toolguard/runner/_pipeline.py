@@ -142,9 +142,9 @@ class Runner:
         descriptions: Mapping[str, str] | None = None,
     ) -> None:
         self.guard = guard
-        self.foreign = Foreign(guard)  # calls of tools that run elsewhere
         self.telemetry = guard.telemetry  # the agent's switch: .on, whether to trace now
         self.pools = pools
+        self.foreign = Foreign(guard, pools)  # calls of tools that run elsewhere
         described = descriptions or {}
         self.entries = {
             name: Entry(name, function, arguments, is_async, guard.rules(name), described.get(name))

@@ -34,6 +34,7 @@ __all__ = [
     "Arguments",
     "Injected",
     "InjectedCallId",
+    "any_validator",
     "build_arguments",
     "describe",
     "missing_framework_value",
@@ -52,6 +53,15 @@ class Injected:
 
     Never in the schema; a model that sends it is refused, so it cannot spoof it.
     """
+
+
+_ANY: Final = pydantic_core.SchemaValidator(pydantic_core.core_schema.any_schema())
+
+
+def any_validator() -> pydantic_core.SchemaValidator:
+    """A validator that accepts anything: for the arguments of a tool another framework
+    validates (toolguard only words that framework's verdict)."""
+    return _ANY
 
 
 _MAX_PROBLEMS: Final = 10

@@ -1,0 +1,221 @@
+"""``Scope``: where a call of a tool another framework runs is answered.
+
+An in-place integration lets its framework run the tool and asks toolguard what to
+do around it. A scope is one dispatcher's policy in one conversation (a
+:class:`~toolguard.Session` and the model step a call came in) or in none, with
+every piece such an integration needs, public and the same for sync and asyncio
+stores (the ``a``-prefixed twins await a store's step and async handlers)::
+
+    scope = dispatcher.scope()                    # no conversation
+    scope = session.scope(step=message_id)        # one model step of a conversation
+
+    refused = scope.admit(call)                   # the tool's breaker is open: answer this
+    value = scope.run(call, invoke)               # the framework's invocation, under the
+                                                  #   tool's timeout and retries
+    result = scope.failed(call, error)            # a failure, through the handler chain
+    result = scope.succeeded(call, value)         # a success: cut, return_direct decided
+    result = scope.unknown_tool(call, available)  # a tool the framework does not have
+
+``toolguard.integrations.inplace`` is the one pipeline that strings these together
+for every framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import pydantic
+
+from toolguard._values import ToolCall, ToolResult
+from toolguard.errors import InvalidArguments
+from toolguard.policy._values import ToolPolicy
+from toolguard.runner._pipeline import Runner
+from toolguard.schema._arguments import Arguments, any_validator
+from toolguard.sessions._steps import SessionState, Step
+
+__all__ = ["Conversation", "Scope"]
+
+T = TypeVar("T")
+
+
+class Conversation(Protocol):
+    """What a scope says of its session (a :class:`~toolguard.Session`)."""
+
+    @property
+    def id(self) -> str | None:
+        """The session's id (``None``: an anonymous session)."""
+        ...
+
+
+class Scope:
+    """One dispatcher's policy, in one conversation or in none (see the module).
+
+    Made by ``dispatcher.scope()`` and ``session.scope(step=...)``; cheap to make per
+    call. ``session`` and ``step`` say which conversation and model step the calls
+    belong to (``None``: none): calls with the same ``step`` count once against a
+    model-retry budget.
+    """
+
+    __slots__ = ("_runner", "_state", "session", "step")
+
+    def __init__(
+        self,
+        runner: Runner,
+        session: Conversation | None = None,
+        state: SessionState | None = None,
+        step: str | None = None,
+    ) -> None:
+        self._runner = runner
+        self._state = state
+        self.session = session
+        self.step = step
+
+    def _step(self) -> Step | None:
+        return None if self._state is None else self._state.step(self.step)
+
+    def _astep(self) -> Step | None:
+        return None if self._state is None else self._state.astep(self.step)
+
+    # --- the policy ----------------------------------------------------------------
+
+    def policy(self, name: str) -> ToolPolicy:
+        """The policy that applies to the tool ``name`` now, every setting resolved
+        (overrides, the tool's own, the agent's, the global defaults, the built-in):
+        ``on_error``/``on_invalid_call`` are the whole chains."""
+        return self._runner.foreign.policy(name)
+
+    # --- before the tool runs ----------------------------------------------------------
+
+    def admit(self, call: ToolCall) -> ToolResult | None:
+        """``None`` to run the tool; else the answer to send instead (its breaker is
+        open in this conversation). Without a conversation, always ``None``."""
+        step = self._step()
+        return None if step is None else self._runner.foreign.admit(call, step)
+
+    async def aadmit(self, call: ToolCall) -> ToolResult | None:
+        """Async :meth:`admit` (what a session on an asyncio store must use)."""
+        step = self._astep()
+        return None if step is None else await self._runner.foreign.aadmit(call, step)
+
+    # --- around the framework's invocation -----------------------------------------
+
+    def run(self, call: ToolCall, invoke: Callable[[], T]) -> T:
+        """``invoke()`` (the framework's own invocation of the tool) under the tool's
+        ``timeout`` (on a worker thread, answered at the deadline) and ``retries``.
+        What the last attempt raises propagates: answer it with :meth:`failed`."""
+        return self._runner.foreign.run(call, invoke)
+
+    async def arun(self, call: ToolCall, invoke: Callable[[], Awaitable[T]]) -> T:
+        """Async :meth:`run`: each attempt a task with a deadline."""
+        return await self._runner.foreign.arun(call, invoke)
+
+    # --- after ---------------------------------------------------------------------------
+
+    def failed(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        tool: ToolPolicy | None = None,
+    ) -> ToolResult:
+        """The answer to a failure: the handler chain for the call's tool name, a hidden
+        cause logged once, the breaker and budget counted in the conversation.
+
+        ``policy`` is a call level; ``tool`` the framework's own error setting for this
+        tool (LangChain's ``handle_tool_error``, the Agents SDK's
+        ``failure_error_function``...) as a handler at the tool level: the tool
+        author's word, asked after any override. Control flow is re-raised.
+        """
+        return self._runner.foreign.handle_error(
+            call, error, policy=policy, tool=tool, step=self._step()
+        )
+
+    async def afailed(
+        self,
+        call: ToolCall,
+        error: BaseException,
+        *,
+        policy: ToolPolicy | None = None,
+        tool: ToolPolicy | None = None,
+    ) -> ToolResult:
+        """Async :meth:`failed` (async handlers allowed)."""
+        return await self._runner.foreign.ahandle_error(
+            call, error, policy=policy, tool=tool, step=self._astep()
+        )
+
+    def succeeded(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """The result of a success: ``value`` as content (cut per ``max_result_chars``,
+        ``truncated`` then set), ``return_direct`` decided, ``value`` kept on the
+        result; a success after failures closes the breaker. A value that cannot be
+        serialised is a hidden failure."""
+        return self._runner.foreign.handle_result(call, value, policy=policy, step=self._step())
+
+    async def asucceeded(
+        self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
+    ) -> ToolResult:
+        """Async :meth:`succeeded`."""
+        return await self._runner.foreign.ahandle_result(
+            call, value, policy=policy, step=self._astep()
+        )
+
+    def unknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
+        """The answer to a call of a tool the framework does not have: toolguard's one
+        wording (the closest of ``available``, the tools that exist, bounded),
+        answered by ``on_invalid_call``."""
+        return self._runner.foreign.unknown_tool(call, tuple(available), step=self._step())
+
+    async def aunknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
+        """Async :meth:`unknown_tool`."""
+        return await self._runner.foreign.aunknown_tool(call, tuple(available), step=self._astep())
+
+    def invalid_arguments(
+        self, call: ToolCall, error: pydantic.ValidationError, schema: Mapping[str, Any]
+    ) -> InvalidArguments:
+        """A framework's own validation error of the model's arguments (a pydantic
+        ``ValidationError``, against the tool's JSON ``schema``) as toolguard's
+        ``InvalidArguments``: one bounded line per problem, no value echoed, a custom
+        validator's message withheld unless it is model-visible. Answer it with
+        :meth:`failed`."""
+        arguments = Arguments(
+            tool=str(call.name),
+            parameters=dict(schema),
+            validator=any_validator(),
+            positional=(),
+            call_id_params=(),
+            context_params=(),
+        )
+        return arguments.invalid(error)
+
+    # --- the dispatcher's own tools ------------------------------------------------------
+
+    def dispatch(
+        self,
+        call: ToolCall,
+        *,
+        context: Any = None,
+        framework_values: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """One of the dispatcher's own tools, run by toolguard, in this conversation
+        and step (``Dispatcher.dispatch``, counted as part of ``step``)."""
+        return self._runner.dispatch(call, None, context, self._step(), framework_values)
+
+    async def adispatch(
+        self,
+        call: ToolCall,
+        *,
+        context: Any = None,
+        offload: bool = False,
+        framework_values: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """Async :meth:`dispatch` (``offload=True``: a sync tool runs on the pool)."""
+        return await self._runner.adispatch(
+            call, None, context, self._astep(), offload, framework_values
+        )
+
+    def __repr__(self) -> str:
+        session = "no session" if self.session is None else f"session {self.session.id!r}"
+        return f"Scope({session}, step={self.step!r})"
