@@ -734,5 +734,7 @@ PYDANTIC_AI = Suite(
 
 
 def peer_suites() -> tuple[Suite, ...]:
-    """Every peer, in table order."""
-    return (LANGCHAIN, LANGGRAPH, AGENTS, MCP, PYDANTIC_AI)
+    """Every peer, in table order, then the frameworks guarded in place (``_inplace``)."""
+    from _inplace import inplace_suites
+
+    return (LANGCHAIN, LANGGRAPH, AGENTS, MCP, PYDANTIC_AI, *inplace_suites())
