@@ -214,7 +214,9 @@ def test_explain_of_an_unknown_tool_is_a_usage_error(capsys: pytest.CaptureFixtu
          "or set PYTHONPATH)"),
         ("tests.test_cli:AGNET", "'tests.test_cli' has no attribute 'AGNET' (did you mean "
          "'AGENT'?)"),
-        ("tests.test_cli:AGENT.nope", "'tests.test_cli:AGENT' has no attribute 'nope'"),
+        ("tests.test_cli:AGENT.tols", "'tests.test_cli:AGENT' has no attribute 'tols' (did you "
+         "mean 'tools'?)"),
+        ("tests.test_cli:AGENT.zzz", "'tests.test_cli:AGENT' has no attribute 'zzz'"),
         ("tests.test_cli:NOT_TOOLS", "'tests.test_cli:NOT_TOOLS' is a dict, not a Dispatcher, "
          "a list or tuple of tools, or a @tool function"),
         ("tests.test_cli:EMPTY", "'tests.test_cli:EMPTY' is an empty list: no tools to load"),
