@@ -20,7 +20,7 @@ import tenacity
 from toolguard._logging import emit
 from toolguard.errors import ToolTimeout
 from toolguard.policy._resilience import Retry
-from toolguard.runner._pools import Pools
+from toolguard.runner._pools import Pools, abox, unbox
 from toolguard.telemetry import _spans as _telemetry
 
 __all__ = [
@@ -168,10 +168,7 @@ def call_with_timeout(pools: Pools, function: Callable[[], T], *, tool: str, sec
     if not done:
         pools.abandon(tool, seconds, attempt)
         raise timeout_error(tool, seconds)
-    ok, value = attempt.result()
-    if ok:
-        return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
-    raise value
+    return unbox(attempt.result())  # type: ignore[no-any-return]  # a boxed outcome is untyped
 
 
 async def acall_with_timeout(
@@ -219,10 +216,7 @@ async def athread_with_timeout(
     if not done:
         pools.abandon(tool, seconds, attempt)
         raise timeout_error(tool, seconds)
-    ok, value = attempt.result()
-    if ok:
-        return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
-    raise value
+    return unbox(attempt.result())  # type: ignore[no-any-return]  # a boxed outcome is untyped
 
 
 def run_loop(awaitable: Awaitable[T]) -> T:
@@ -234,17 +228,7 @@ def run_loop(awaitable: Awaitable[T]) -> T:
     would then replace the tool's failure and leave the handler installed for the rest
     of the process. The main task here never fails with an ``Exception``: it returns it.
     """
-    ok, value = asyncio.run(_outcome(awaitable))
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]  # a boxed outcome is untyped
-
-
-async def _outcome(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
-    try:
-        return True, await awaitable
-    except Exception as error:  # noqa: BLE001 - re-raised by run_loop, outside the loop
-        return False, error
+    return unbox(asyncio.run(abox(awaitable)))  # type: ignore[no-any-return]  # untyped box
 
 
 def no_running_loop(what: str) -> None:

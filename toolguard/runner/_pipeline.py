@@ -42,7 +42,7 @@ from toolguard.runner._attempts import (
     run_loop,
 )
 from toolguard.runner._foreign import Foreign
-from toolguard.runner._pools import Pools
+from toolguard.runner._pools import Pools, box, unbox
 from toolguard.schema._arguments import Arguments
 from toolguard.sessions._steps import Step
 from toolguard.telemetry import _spans as _telemetry
@@ -384,22 +384,11 @@ class Runner:
     async def _in_pool(
         self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """Run a sync function on the round pool, with the caller's context variables.
-
-        The outcome crosses back boxed: asyncio would replace a ``TimeoutError``
-        raised in the thread with a bare copy (losing its cause and traceback).
-        """
-        run = functools.partial(contextvars.copy_context().run, _boxed, function)
-        ok, value = await asyncio.get_running_loop().run_in_executor(
-            self.pools.rounds(), functools.partial(run, *args, **kwargs)
+        """Run a sync function on the round pool, with the caller's context variables;
+        its outcome crosses back boxed (``_pools.Boxed``)."""
+        run = functools.partial(contextvars.copy_context().run, box, function)
+        return unbox(
+            await asyncio.get_running_loop().run_in_executor(
+                self.pools.rounds(), functools.partial(run, *args, **kwargs)
+            )
         )
-        if ok:
-            return value
-        raise value
-
-
-def _boxed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-    try:
-        return True, function(*args, **kwargs)
-    except BaseException as error:  # noqa: BLE001 - re-raised, intact, on the loop
-        return False, error

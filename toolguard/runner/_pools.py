@@ -21,18 +21,49 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from toolguard._logging import emit
 from toolguard.errors import ToolUnavailable
 
-__all__ = ["EVENT_ABANDONED", "Pools"]
+__all__ = ["EVENT_ABANDONED", "Boxed", "Pools", "abox", "box", "unbox"]
 
 EVENT_ABANDONED = "tool_abandoned"
 
-Boxed = tuple[bool, Any]  # (True, result) or (False, the exception it raised)
+Boxed = tuple[bool, Any]
+"""An outcome carried as a value: ``(True, result)`` or ``(False, what it raised)``.
+
+Outcomes cross threads and event loops boxed: asyncio would replace a ``TimeoutError``
+raised in a thread with a bare copy (losing its cause and traceback), and formats a
+failed main task with ``repr()`` (which a hostile exception may make raise)."""
+
+
+def box(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Boxed:
+    """``function(*args, **kwargs)``'s outcome, boxed (``BaseException`` included: the
+    caller re-raises it intact on its own thread)."""
+    try:
+        return True, function(*args, **kwargs)
+    except BaseException as error:  # noqa: BLE001 - re-raised, intact, by unbox()
+        return False, error
+
+
+async def abox(awaitable: Awaitable[Any]) -> Boxed:
+    """Async :func:`box` for the main task of a loop of its own: an ``Exception`` is
+    boxed; anything else (an interrupt, a cancellation) ends the loop as it would."""
+    try:
+        return True, await awaitable
+    except Exception as error:  # noqa: BLE001 - re-raised, intact, by unbox()
+        return False, error
+
+
+def unbox(boxed: Boxed) -> Any:
+    """The result, or what was raised, raised again here."""
+    ok, value = boxed
+    if ok:
+        return value
+    raise value
 
 
 class Pools:
@@ -80,10 +111,7 @@ class Pools:
         future: Future[Boxed] = Future()
 
         def run() -> None:
-            try:
-                future.set_result((True, function()))
-            except BaseException as error:  # noqa: BLE001 - re-raised, intact, by the caller
-                future.set_result((False, error))
+            future.set_result(box(function))
 
         threading.Thread(target=run, name=f"toolguard-timed-{tool}", daemon=True).start()
         return future
