@@ -15,6 +15,7 @@ stores (the ``a``-prefixed twins await a store's step and async handlers)::
     result = scope.failed(call, error)            # a failure, through the handler chain
     result = scope.succeeded(call, value)         # a success: cut, return_direct decided
     result = scope.unknown_tool(call, available)  # a tool the framework does not have
+    failed = scope.aborted(call, error, event=...)  # a call that ended in neither: logged
 
 ``toolguard.integrations.inplace`` is the one pipeline that strings these together
 for every framework.
@@ -28,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 import pydantic
 
 from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import InvalidArguments
+from toolguard.errors import InvalidArguments, ToolCallFailed
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.schema._arguments import Arguments, any_validator
@@ -189,6 +190,17 @@ class Scope:
             context_params=(),
         )
         return arguments.invalid(error)
+
+    def aborted(self, call: ToolCall, error: BaseException, *, event: str) -> ToolCallFailed:
+        """A call that ended in neither a result nor a handler's answer, where something
+        must still be answered (a server whose client waits): ``error`` (a
+        ``BaseException`` the tool raised itself, a control-flow signal nothing there can
+        act on, a handler that raised) is logged once at ERROR as ``event``, with
+        ``exc_info`` and a new error id. Returns (does not raise) the
+        :class:`~toolguard.ToolCallFailed` naming the tool (bounded) and that id, with
+        ``error`` as its cause, for the integration's own answer. Counts against no
+        breaker or budget: nothing was decided about the tool."""
+        return self._runner.foreign.aborted(call, error, event)
 
     # --- the dispatcher's own tools ------------------------------------------------------
 

@@ -15,10 +15,11 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from toolguard._logging import emit, new_error_id
 from toolguard._marks import is_control_flow
-from toolguard._text import shown
+from toolguard._text import ID_LIMIT, shown
 from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import ToolUnavailable
+from toolguard.errors import ToolCallFailed, ToolUnavailable
 from toolguard.guard._content import to_content
 from toolguard.guard._guard import Guard, Rules
 from toolguard.policy._precedence import Resolved
@@ -195,6 +196,29 @@ class Foreign:
         name = shown(call.name)
         error = self.guard.unknown_tool(call, name, available)
         return await self.ahandle_error(call, error, step=step)
+
+    def aborted(self, call: ToolCall, error: BaseException, event: str) -> ToolCallFailed:
+        """Log ``error`` once as ``event`` (at ERROR, with a new error id) and return
+        the ``ToolCallFailed`` that names it; nothing is counted in a conversation."""
+        error_id = new_error_id()
+        name = shown(call.name)
+        emit(
+            "error",
+            event,
+            tool=name,
+            call_id=None if call.id is None else shown(call.id, ID_LIMIT),
+            error_id=error_id,
+            error_type=type(error).__name__,
+            exc_info=error,
+        )
+        failed = ToolCallFailed(
+            f"The call of tool {name!r} was aborted (error id {error_id}).",
+            tool=name,
+            call_id=call.id,
+            error_id=error_id,
+        )
+        failed.__cause__ = error
+        return failed
 
     # --- before --------------------------------------------------------------------------
 
