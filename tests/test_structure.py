@@ -441,7 +441,7 @@ def _private_uses(module: str, source: str, imports: set[str], core_private: set
     found = [
         target
         for target in sorted(imports)
-        if not target.startswith(own)
+        if not target.startswith((own, f"{module}._"))  # a package's __init__: its own too
         and (
             _unit(target) not in _PUBLIC_UNITS
             or any(part.startswith("_") for part in target.split(".")[1:])
@@ -505,6 +505,9 @@ def test_the_public_names_check_catches_a_private_reach() -> None:
         "toolguard.runner._pipeline",
         "._runner (line 2)",
     ]
+    # a package's __init__ re-exporting its own private modules reaches nothing
+    own = {"toolguard.integrations.probe._impl"}
+    assert _private_uses("toolguard.integrations.probe", "", own, core_private) == []
 
 
 def test_integrations_reach_nothing_private_of_the_core() -> None:
