@@ -468,9 +468,6 @@ NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
         "toolguard.integrations._langchain_scope",
         "toolguard.integrations._langchain_tool",
         "toolguard.integrations._llama_index_tools",
-        "toolguard.integrations._mcp_inplace",
-        "toolguard.integrations._mcp_middleware",
-        "toolguard.integrations._mcp_wire",
         "toolguard.integrations._openai_agents_guard",
         "toolguard.integrations._openai_agents_outputs",
         "toolguard.integrations._openai_agents_runs",
@@ -478,11 +475,11 @@ NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
         "toolguard.integrations._pydantic_ai_capability",
         "toolguard.integrations._pydantic_ai_tools",
         "toolguard.integrations.crewai",
-        "toolguard.integrations.fastmcp",
         "toolguard.integrations.google_adk",
         "toolguard.integrations.langchain",
         "toolguard.integrations.llama_index",
-        "toolguard.integrations.mcp",
+        # the MODULE:ATTR loader it re-exports is toolguard._targets, shared with the CLI
+        "toolguard.integrations.mcp._stdio",
         "toolguard.integrations.strands",
     }
 )

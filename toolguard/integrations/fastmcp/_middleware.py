@@ -1,69 +1,79 @@
-"""Guard every tool of a FastMCP app in place (``toolguard-agents[fastmcp]``).
+"""FastMCP's ``ToolguardMiddleware``: every ``tools/call`` through the in-place pipeline.
 
-::
+``call_next`` is FastMCP's own invocation (its schema, validation, ``Context``,
+structured output); :func:`toolguard.integrations.inplace.aguard_call` answers around
+it. What FastMCP raises is read back to what the tool did:
 
-    from toolguard.integrations.fastmcp import ToolguardMiddleware
-
-    app = FastMCP("shop")
-    app.add_middleware(ToolguardMiddleware(dispatcher))   # the one added line
-
-FastMCP (the standalone ``fastmcp`` package) runs the tool as always: its schema,
-its validation, its ``Context`` (logging, progress, sampling, elicitation, state),
-its resources, prompts, output schemas and structured results. toolguard answers
-the failures, which FastMCP would otherwise send as ``Error calling tool 'x': {e}``
-(the exception's text, secrets included) unless ``mask_error_details=True``:
-
-* a crash: the dispatcher's policy for the tool's name; a hidden cause logged
-  once (``tool_error_hidden``, the error id the client sees), and FastMCP's own
-  traceback log of it (``logger.error("Error calling tool ...", exc_info=True)``
-  on the ``fastmcp.server.server`` logger) taken over, not repeated;
-* toolguard's ``ToolError`` (or ``message_for_model()``): its message, intact,
-  also under ``mask_error_details=True``;
-* FastMCP's own ``ToolError``: model-visible, as in FastMCP, unless
-  ``framework_errors_visible=False``;
-* invalid arguments: toolguard's bounded message; an unknown tool: toolguard's;
-* successes untouched, with ``_meta["toolguard/return_direct"]`` when the policy
-  asks the loop to stop.
-
-The conversation is FastMCP's session (``ctx.session_id``): breakers and
-model-retry budgets span its calls; ``session_id=`` may name it otherwise.
+* a crash: FastMCP logs it from inside its ``except`` block (the tool's exception, read
+  from that record by :mod:`toolguard.integrations.mcp.observe`, the record taken over)
+  and raises its masking ``ToolError``: answered by the dispatcher's policy;
+* the tool's own FastMCP error (``ToolError``...): the tool's words, model-visible
+  (unless ``framework_errors_visible=False``);
+* FastMCP's ``ValidationError`` of the arguments: toolguard's bounded message; a
+  ``pydantic.ValidationError`` raised in the tool's body is a crash like any other;
+* no such tool (``NotFoundError``, ``DisabledError``): toolguard's unknown-tool answer,
+  over the app's own tool list;
+* anything FastMCP did not log as a tool's failure (an ``MCPError``, another
+  middleware's rate limit or authorisation error): passes untouched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Final
 
-try:
-    import mcp.types as types
-    from fastmcp.exceptions import NotFoundError, ValidationError
-    from fastmcp.exceptions import ToolError as FastMCPToolError
-    from fastmcp.server.context import Context
-    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-    from fastmcp.tools.base import ToolResult as FastMCPToolResult
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        'toolguard.integrations.fastmcp needs FastMCP: pip install "toolguard-agents[fastmcp]"'
-    ) from error
+import mcp.types as types
+import pydantic
+from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, ValidationError
+from fastmcp.exceptions import ToolError as FastMCPToolError
+from fastmcp.server.context import Context
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult as FastMCPToolResult
+from mcp.shared.exceptions import MCPError
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._session import Session
-from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import ToolCallFailed
-from toolguard.integrations import _mcp_logs
-from toolguard.integrations._mcp_inplace import original
-from toolguard.integrations._mcp_wire import (
+from toolguard import (
+    ControlFlow,
+    Dispatcher,
+    Scope,
+    ToolCall,
+    ToolCallFailed,
+    ToolResult,
+)
+from toolguard.integrations.inplace import Adapter, aguard_call
+from toolguard.integrations.mcp import observe
+from toolguard.integrations.mcp.wire import (
     META_RETURN_DIRECT,
+    FrameworkVisible,
     aborted,
-    block_texts,
     call_tool_result,
     failed_error,
-    really_cancelled,
+    is_cancellation,
 )
 
 __all__ = ["FASTMCP_LOGGER", "ToolguardMiddleware"]
 
-FASTMCP_LOGGER = "fastmcp.server.server"
-"""FastMCP's logger whose failure records of a guarded call toolguard takes over."""
+FASTMCP_LOGGER: Final = "fastmcp.server.server"
+"""FastMCP's logger whose failure records of a guarded call toolguard takes over.
+
+Framework-private: FastMCP raises its masking ``ToolError`` to its middleware, the
+tool's exception only as ``__cause__`` of it (and of its own ``ToolError``s too), and
+logs what the tool raised from inside its ``except`` block. The logger's name, that
+record, and the masking wording (:data:`MASKING`) are pinned by
+tests/integrations/test_mcp_private.py."""
+
+MASKING: Final = "Error calling tool "
+"""How FastMCP's masking ``ToolError`` starts (its own actionable messages, a rate limit
+or timeout upstream, do not): framework-private, pinned as above."""
+
+Call = CallNext[types.CallToolRequestParams, FastMCPToolResult]
+
+
+class _Unknown(ControlFlow):
+    """FastMCP has no tool by this name: answered by ``Scope.aunknown_tool``."""
+
+    def __init__(self, available: tuple[str, ...]) -> None:
+        super().__init__("unknown tool")
+        self.available = available
 
 
 class ToolguardMiddleware(Middleware):
@@ -76,8 +86,12 @@ class ToolguardMiddleware(Middleware):
     with ``@app.tool``. ``session_id(ctx)`` (FastMCP's ``Context``) names the
     conversation; by default FastMCP's ``ctx.session_id``.
 
-    FastMCP runs the tool, so toolguard's ``retries`` and ``timeout`` do not
-    apply here; the answer to a failure, ``return_direct``, breakers and budgets do.
+    ``timeout`` and ``retries`` apply: each attempt calls ``call_next`` again (the
+    rest of the middleware chain and the tool). Over the protocol a failure is an
+    ``isError`` result (toolguard's text, ``_meta`` with the error id); called in
+    process (``await app.call_tool(...)``, no MCP request), it is raised as FastMCP
+    raises it (``ToolError``, ``ValidationError``, ``NotFoundError``), with
+    toolguard's text.
     """
 
     def __init__(
@@ -92,57 +106,30 @@ class ToolguardMiddleware(Middleware):
         self.dispatcher = dispatcher
         self._session_id = session_id
         self._visible = framework_errors_visible
-        _mcp_logs.observe(FASTMCP_LOGGER)
+        observe.observe(FASTMCP_LOGGER)
 
     async def on_call_tool(
-        self,
-        context: MiddlewareContext[types.CallToolRequestParams],
-        call_next: CallNext[types.CallToolRequestParams, FastMCPToolResult],
+        self, context: MiddlewareContext[types.CallToolRequestParams], call_next: Call
     ) -> FastMCPToolResult:
         params = context.message
         fastmcp_context = context.fastmcp_context
         call = ToolCall(
             name=params.name, arguments=params.arguments, id=_request_id(fastmcp_context)
         )
-        session = self._session(fastmcp_context)
-        refused = session.admit(call, step=call.id)
-        if refused is not None:
-            return _tool_result(refused)
-        capture = _mcp_logs.Capture()
-        token = _mcp_logs.capturing(capture)
+        scope = self._scope(fastmcp_context, call)
+        run = _Run(context, call_next, self._visible)
         try:
-            sent = await call_next(context)
-        except Exception as error:  # noqa: BLE001 - every failure FastMCP raises: answered
-            raised: Exception | None = error
-            sent = None
-        except BaseException as error:
-            if really_cancelled():
-                raise
-            raise aborted(call.name, call.id, error) from None
-        finally:
-            _mcp_logs.reset(token)
-        if sent is not None:
-            if sent.is_error:  # a tool (or middleware) that answered isError itself
-                return sent
-            return await self._succeeded(session, call, sent)
-        assert raised is not None
-        cause = original(
-            capture.error or _unwrapped(raised),
-            call.name,
-            crash=(),
-            framework_error=FastMCPToolError,
-            is_unknown=lambda error: isinstance(error, NotFoundError),
-            visible=self._visible,
-        )
-        try:
-            result = await session.ahandle_error(call, cause, step=call.id)
+            return await aguard_call(scope, call, lambda: run.attempt(scope, call), run)
+        except _Unknown as unknown:
+            return run.answer(call, await scope.aunknown_tool(call, unknown.available))
         except ToolCallFailed as failed:
-            raise failed_error(failed.tool, failed.error_id) from None
-        except Exception as other:  # noqa: BLE001 - control flow or a handler that raised
-            raise aborted(call.name, call.id, other) from None
-        return _tool_result(result)
+            raise failed_error(failed) from None
+        except BaseException as error:
+            if is_cancellation(error) or error is run.passing:
+                raise  # a cancellation, FastMCP's own errors, an in-process answer
+            raise aborted(scope, call, error) from None
 
-    def _session(self, fastmcp_context: Context | None) -> Session:
+    def _scope(self, fastmcp_context: Context | None, call: ToolCall) -> Scope:
         named: str | None = None
         if fastmcp_context is not None:
             if self._session_id is not None:
@@ -153,43 +140,124 @@ class ToolguardMiddleware(Middleware):
                 except RuntimeError:  # no MCP session (called in process)
                     named = None
         if named:
-            return self.dispatcher.session(id=f"fastmcp:{named}")
-        return self.dispatcher.session()
+            return self.dispatcher.session(id=f"fastmcp:{named}").scope(step=call.id)
+        return self.dispatcher.scope()
 
-    async def _succeeded(
-        self, session: Session, call: ToolCall, sent: FastMCPToolResult
+
+class _Run(Adapter[FastMCPToolResult]):
+    """One guarded call: FastMCP's invocation and its outcome, for the pipeline."""
+
+    def __init__(
+        self,
+        context: MiddlewareContext[types.CallToolRequestParams],
+        call_next: Call,
+        visible: bool,
+    ) -> None:
+        self.context = context
+        self.call_next = call_next
+        self.visible = visible
+        self.passing: BaseException | None = None
+        self.kind: type[FastMCPError] | type[NotFoundError] = FastMCPToolError
+
+    async def attempt(self, scope: Scope, call: ToolCall) -> FastMCPToolResult:
+        """One run of the rest of the chain; a failure raised as what it means."""
+        capture = observe.Capture()
+        token = observe.capturing(capture)
+        try:
+            return await self.call_next(self.context)
+        except Exception as error:
+            meaning = await self._meaning(scope, call, error, capture.error)
+            if meaning is None:
+                self.passing = error
+                raise
+        finally:
+            observe.reset(token)
+        raise meaning  # outside the except block: the tool's exception keeps its context
+
+    async def _meaning(
+        self, scope: Scope, call: ToolCall, raised: Exception, logged: Exception | None
+    ) -> BaseException | None:
+        """What toolguard answers for what FastMCP raised; ``None``: it passes."""
+        self.kind = FastMCPToolError
+        if isinstance(raised, MCPError):
+            return None  # a protocol error (another middleware's rate limit...): FastMCP's
+        if isinstance(raised, NotFoundError | DisabledError):
+            self.kind = NotFoundError
+            return _Unknown(tuple(tool.name for tool in await self._app().list_tools()))
+        cause = raised.__cause__
+        if isinstance(raised, ValidationError) and isinstance(cause, pydantic.ValidationError):
+            self.kind = ValidationError
+            found = await self._app().get_tool(call.name)
+            schema = found.parameters if found is not None else {}
+            return scope.invalid_arguments(call, cause, schema)
+        if logged is None:
+            return None  # not a tool's failure FastMCP saw: as FastMCP answers it
+        if isinstance(logged, FastMCPError):  # the tool's own FastMCP error: its words
+            return FrameworkVisible.of(logged) if self.visible else logged
+        if isinstance(raised, FastMCPToolError) and not str(raised).startswith(MASKING):
+            # FastMCP's own actionable words for the failure (upstream rate limit, timeout)
+            return FrameworkVisible.of(raised) if self.visible else logged
+        return logged  # a crash: the tool's exception
+
+    def _app(self) -> Any:
+        fastmcp_context = self.context.fastmcp_context
+        if fastmcp_context is None:  # pragma: no cover - FastMCP always sets it
+            raise RuntimeError("no FastMCP context for this call")
+        return fastmcp_context.fastmcp
+
+    # --- the pipeline's questions ------------------------------------------------------
+
+    def passes(self, error: Exception) -> bool:
+        return error is self.passing
+
+    def answer(self, call: ToolCall, result: ToolResult) -> FastMCPToolResult:
+        if _in_process(self.context):
+            raised = self.kind(result.text)
+            self.passing = raised
+            raise raised
+        converted = call_tool_result(result, structured=False)
+        return FastMCPToolResult(
+            content=list(converted.content), meta=converted.meta, is_error=result.is_error
+        )
+
+    def own_error(self, outcome: FastMCPToolResult) -> str | None:
+        return _text(outcome) if outcome.is_error else None
+
+    def seen(self, outcome: FastMCPToolResult) -> object:
+        return _text(outcome)
+
+    def succeeded(
+        self, call: ToolCall, outcome: FastMCPToolResult, result: ToolResult
     ) -> FastMCPToolResult:
-        result = await session.ahandle_result(call, block_texts(sent.content), step=call.id)
-        if result.return_direct:
-            sent.meta = {**(sent.meta or {}), META_RETURN_DIRECT: True}
-        return sent
+        return _decided(outcome, result)
+
+    def kept(
+        self, call: ToolCall, outcome: FastMCPToolResult, result: ToolResult
+    ) -> FastMCPToolResult:
+        return _decided(outcome, result)
 
 
-def _unwrapped(raised: Exception) -> Exception:
-    """What the tool raised, from what FastMCP raised (its masking ``ToolError``
-    carries it as ``__cause__``) when FastMCP's failure log was not observed."""
-    if isinstance(raised, ValidationError | NotFoundError):
-        return raised
-    cause = raised.__cause__
-    if (
-        isinstance(raised, FastMCPToolError)
-        and isinstance(cause, Exception)
-        and str(raised).startswith("Error calling tool ")
-    ):
-        return cause
-    return raised
+def _decided(outcome: FastMCPToolResult, result: ToolResult) -> FastMCPToolResult:
+    if result.truncated:
+        outcome.content = [types.TextContent(type="text", text=result.text)]
+    if result.return_direct:
+        outcome.meta = {**(outcome.meta or {}), META_RETURN_DIRECT: True}
+    return outcome
+
+
+def _text(outcome: FastMCPToolResult) -> str:
+    return "\n".join(
+        block.text for block in outcome.content if isinstance(block, types.TextContent)
+    )
+
+
+def _in_process(context: MiddlewareContext[Any]) -> bool:
+    """Called as ``await app.call_tool(...)``, outside any MCP request."""
+    fastmcp_context = context.fastmcp_context
+    return fastmcp_context is None or fastmcp_context.request_context is None
 
 
 def _request_id(fastmcp_context: Context | None) -> str | None:
     if fastmcp_context is None or fastmcp_context.request_context is None:
         return None
     return str(fastmcp_context.request_context.request_id)
-
-
-def _tool_result(result: ToolResult) -> FastMCPToolResult:
-    converted = call_tool_result(result, structured=False)
-    return FastMCPToolResult(
-        content=list(converted.content),
-        meta=converted.meta,
-        is_error=result.is_error,
-    )

@@ -4,58 +4,71 @@
 
     server = MCPServer("shop", middleware=[ToolguardMiddleware(dispatcher)])
 
-A context-tier server middleware (``mcp.server.context.ServerMiddleware``: the
-SDK's ``(ctx, call_next)``) that sees every ``tools/call``. The SDK still runs the
-tool (its schema, its argument validation, its ``Context``, its ``outputSchema``
-and structured output); toolguard answers what the SDK would have sent on failure:
+A context-tier server middleware (``mcp.server.context.ServerMiddleware``: the SDK's
+``(ctx, call_next)``) that sees every ``tools/call`` and runs it through toolguard's
+in-place pipeline (:func:`toolguard.integrations.inplace.aguard_call`); ``call_next``
+is the SDK's own invocation (its schema, its argument validation, its ``Context``,
+its ``outputSchema`` and structured output). Every other request passes untouched.
 
-* a crash (the SDK sends ``Error executing tool x`` and logs the traceback): the
-  dispatcher's policy for that name (overrides, the tool's own policy when the
-  dispatcher has the tool, agent defaults, policy files), a model-visible message
-  intact (toolguard's ``ToolError``, ``message_for_model()``), a hidden cause
-  logged once with the error id the client sees (the SDK's own traceback log of
-  it is taken over, not repeated; see ``_mcp_logs``);
-* the SDK's ``ToolError`` (the SDK's "tell the model this"): model-visible, as in
-  the SDK, unless ``framework_errors_visible=False``;
-* invalid arguments: toolguard's bounded message (field names and what was
-  wrong, never the values);
-* successes pass through untouched (content blocks, ``structuredContent``),
-  with ``_meta["toolguard/return_direct"]`` when the policy asks the loop to stop.
-
-Each connection (or MCP session id) is one toolguard session: breakers and
-model-retry budgets span its calls, and an open breaker is answered without
-running the tool. Resources, prompts and every other request pass untouched.
+The SDK answers a tool's exception itself (an ``isError`` result with ``Error
+executing tool x``) and logs it from inside its ``except`` block; what the tool raised
+is read from that log record (:mod:`toolguard.integrations.mcp.observe`), the record
+itself taken over (toolguard logs the hidden cause once, under the error id the client
+sees). An ``isError`` result with no such record is the tool's own answer
+(``CallToolResult(isError=True)``): kept, as the SDK sends it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
+import pydantic
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, UnexpectedToolError
 from mcp.server.mcpserver.exceptions import ToolError as SdkToolError
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._values import ToolCall, ToolResult
-from toolguard.errors import ToolCallFailed
-from toolguard.integrations import _mcp_logs
-from toolguard.integrations._mcp_inplace import Unobserved, original
-from toolguard.integrations._mcp_wire import (
+from toolguard import ControlFlow, Dispatcher, Scope, ToolCall, ToolCallFailed, ToolResult
+from toolguard.integrations.inplace import Adapter, aguard_call
+from toolguard.integrations.mcp import observe
+from toolguard.integrations.mcp.wire import (
     META_RETURN_DIRECT,
+    FrameworkVisible,
     aborted,
-    block_texts,
     call_tool_result,
-    connection_of,
     failed_error,
-    really_cancelled,
-    session_for,
+    is_cancellation,
+    scope_for,
 )
 
 __all__ = ["SDK_LOGGER", "ToolguardMiddleware"]
 
-SDK_LOGGER = "mcp.server.mcpserver.server"
-"""The SDK logger whose failure records of a guarded call toolguard takes over."""
+SDK_LOGGER: Final = "mcp.server.mcpserver.server"
+"""The SDK logger whose failure records of a guarded call toolguard takes over.
+
+Framework-private: the SDK hands its middleware only the result of a failed tool, never
+the exception, and offers no hook for it (its extension interceptor wraps the handler
+that has already caught it). The logger's name and that it logs from inside its
+``except`` block are pinned by tests/integrations/test_mcp_private.py."""
+
+Wire = dict[str, Any]
+
+
+class _Unknown(ControlFlow):
+    """The SDK has no tool by this name: answered by ``Scope.aunknown_tool``."""
+
+    def __init__(self, available: tuple[str, ...]) -> None:
+        super().__init__("unknown tool")
+        self.available = available
+
+
+class _Through(ControlFlow):
+    """A result toolguard does not answer (multi-round ``input_required``): as it is."""
+
+    def __init__(self, sent: HandlerResult) -> None:
+        super().__init__("not a final result")
+        self.sent = sent
 
 
 class ToolguardMiddleware:
@@ -63,17 +76,17 @@ class ToolguardMiddleware:
 
     ``ToolguardMiddleware(dispatcher, *, session_id=None, framework_errors_visible=True)``
 
-    ``dispatcher`` holds the policy: its defaults, overrides by name or glob,
-    policy files, and the tools it has (a toolguard ``@tool`` registered with
-    ``@server.tool()`` keeps its own policy). A tool it does not have is guarded
-    by name (``Dispatcher([], external_tools=["lookup"])`` lets an override name
-    it exactly). ``session_id(ctx)`` names the conversation of a request (the
-    SDK's ``ServerRequestContext``); by default the transport's MCP session id,
-    else the connection.
+    ``dispatcher`` holds the policy: its defaults, overrides by name or glob, policy
+    files, and the tools it has (a toolguard ``@tool`` registered with
+    ``@server.tool()`` keeps its own policy). A tool it does not have is guarded by
+    name (``Dispatcher([], external_tools=["lookup"])`` lets an override name it
+    exactly). ``session_id(ctx)`` names the conversation of a request (the SDK's
+    ``ServerRequestContext``); by default the transport's MCP session id, else the
+    connection. ``framework_errors_visible=False`` hides the SDK's own ``ToolError``
+    text like any other exception.
 
-    The SDK runs the tool, so toolguard's ``retries`` and ``timeout`` do not apply
-    here (they apply where toolguard runs it: ``mcp_server``); the answer to a
-    failure, ``return_direct``, breakers and budgets do.
+    ``timeout`` and ``retries`` apply: each attempt calls ``call_next`` again (the rest
+    of the middleware chain and the tool), and a timed-out attempt is cancelled.
     """
 
     def __init__(
@@ -88,7 +101,7 @@ class ToolguardMiddleware:
         self.dispatcher = dispatcher
         self._session_id = session_id
         self._visible = framework_errors_visible
-        _mcp_logs.observe(SDK_LOGGER)
+        observe.observe(SDK_LOGGER)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -105,92 +118,156 @@ class ToolguardMiddleware:
             arguments=arguments if isinstance(arguments, Mapping) else None,
             id=str(ctx.request_id),
         )
-        connection = connection_of(ctx.session)
-        named = self._session_id(ctx) if self._session_id is not None else None
-        session = session_for(
-            self.dispatcher, connection, named or getattr(connection, "session_id", None)
-        )
-        refused = session.admit(call, step=call.id)
-        if refused is not None:
-            return _wire(call_tool_result(refused))
-        capture = _mcp_logs.Capture()
-        token = _mcp_logs.capturing(capture)
+        scope = self._scope(ctx, call)
+        run = _Run(ctx, call_next, self._visible)
         try:
-            sent = await call_next(ctx)
-        except Exception:
-            raise  # the SDK's protocol errors (MCPError, malformed params): its own answer
-        except BaseException as error:
-            if really_cancelled():
-                raise  # the client cancelled the request
-            raise aborted(call.name, call.id, error) from None
-        finally:
-            _mcp_logs.reset(token)
-        if not isinstance(sent, Mapping) or sent.get("isError") is not True:
-            if isinstance(sent, Mapping) and sent.get("resultType", "complete") == "complete":
-                return await self._succeeded(session, call, dict(sent))
-            return sent  # input_required and the like: the SDK's multi-round flow
-        return await self._failed(session, call, dict(sent), capture.error)
-
-    async def _succeeded(self, session: Any, call: ToolCall, sent: dict[str, Any]) -> HandlerResult:
-        result: ToolResult = await session.ahandle_result(
-            call, block_texts(_blocks(sent)), step=call.id
-        )
-        if result.return_direct:
-            sent["_meta"] = {**(sent.get("_meta") or {}), META_RETURN_DIRECT: True}
-        return sent
-
-    async def _failed(
-        self, session: Any, call: ToolCall, sent: dict[str, Any], error: Exception | None
-    ) -> HandlerResult:
-        if error is None:
-            error = Unobserved(f"the MCP SDK reported a failure of tool {call.name!r}")
-        cause = original(
-            error,
-            call.name,
-            crash=UnexpectedToolError,
-            framework_error=(SdkToolError, ResourceError),
-            is_unknown=_is_unknown,
-            visible=self._visible,
-        )
-        try:
-            result: ToolResult = await session.ahandle_error(call, cause, step=call.id)
+            return await aguard_call(scope, call, lambda: run.attempt(scope, call), run)
+        except _Through as through:
+            return through.sent
+        except _Unknown as unknown:
+            return run.answer(call, await scope.aunknown_tool(call, unknown.available))
         except ToolCallFailed as failed:
-            raise failed_error(failed.tool, failed.error_id) from None
-        except Exception as raised:  # noqa: BLE001 - control flow or a handler that raised
-            raise aborted(call.name, call.id, raised) from None
-        except BaseException as raised:
-            if really_cancelled():
-                raise
-            raise aborted(call.name, call.id, raised) from None
+            raise failed_error(failed) from None
+        except BaseException as error:
+            if is_cancellation(error) or error is run.passing:
+                raise  # a cancellation; the SDK's own protocol errors
+            # control flow nothing here can act on, a handler that raised, a tool's
+            # SystemExit: the client gets a JSON-RPC error, the server goes on
+            raise aborted(scope, call, error) from None
+
+    def _scope(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> Scope:
+        # Framework-private: ServerSession keeps its Connection (the per-client state and
+        # MCP session id) as ``_connection``; the SDK gives a ServerRequestContext no
+        # public way to it (only its own, not yet constructed, request Context has one).
+        # Pinned by tests/integrations/test_mcp_private.py.
+        connection = getattr(ctx.session, "_connection", None)
+        named = self._session_id(ctx) if self._session_id is not None else None
+        session_id = named or getattr(connection, "session_id", None)
+        return scope_for(self.dispatcher, connection, session_id, call.id)
+
+
+class _Run(Adapter[HandlerResult]):
+    """One guarded ``tools/call``: the SDK's invocation and its outcome, as the pipeline
+    asks about them."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, visible: bool):
+        self.ctx = ctx
+        self.call_next = call_next
+        self.visible = visible
+        self.sent: Wire = {}
+        self.passing: BaseException | None = None
+
+    async def attempt(self, scope: Scope, call: ToolCall) -> HandlerResult:
+        """One run of the rest of the chain; a tool's failure raised as what it means."""
+        capture = observe.Capture()
+        token = observe.capturing(capture)
+        try:
+            sent = await self.call_next(self.ctx)
+        except Exception as error:
+            self.passing = error  # the SDK's protocol errors (MCPError): its own answer
+            raise
+        finally:
+            observe.reset(token)
+        if not isinstance(sent, Mapping):
+            return sent
+        self.sent = dict(sent)
+        if sent.get("resultType", "complete") != "complete":
+            raise _Through(sent)  # input_required: the SDK's multi-round flow
+        if sent.get("isError") is True and capture.error is not None:
+            raise await self._meaning(scope, call, capture.error)
+        return self.sent
+
+    async def _meaning(self, scope: Scope, call: ToolCall, error: Exception) -> Exception:
+        """What toolguard answers for the exception the SDK logged."""
+        if isinstance(error, UnexpectedToolError):  # a crash: the tool's own exception
+            cause = error.__cause__
+            return cause if isinstance(cause, Exception) else error
+        if not isinstance(error, SdkToolError | ResourceError):
+            return error
+        cause = error.__cause__
+        if isinstance(cause, pydantic.ValidationError):  # the model's arguments
+            schema = (await self._listed()).get(call.name, {})
+            return scope.invalid_arguments(call, cause, schema)
+        if cause is None and type(error) is SdkToolError:
+            listed = await self._listed()
+            if call.name not in listed:
+                return _Unknown(tuple(listed))
+        own = cause if isinstance(cause, SdkToolError | ResourceError) else error
+        return FrameworkVisible.of(own) if self.visible else own
+
+    async def _listed(self) -> dict[str, Any]:
+        """The server's tools (name -> inputSchema), through the chain's ``tools/list``
+        (``call_next`` takes a changed context: the SDK's documented way)."""
+        try:
+            listed = await self.call_next(
+                dataclasses.replace(self.ctx, method="tools/list", params=None)
+            )
+        except Exception:  # noqa: BLE001 - no list: answered without one
+            return {}
+        if isinstance(listed, pydantic.BaseModel):
+            listed = listed.model_dump(by_alias=True)
+        tools = listed.get("tools") if isinstance(listed, Mapping) else None
+        return {
+            t["name"]: t.get("inputSchema") or {}
+            for t in tools or ()
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str)
+        }
+
+    # --- the pipeline's questions ------------------------------------------------------
+
+    def passes(self, error: Exception) -> bool:
+        return error is self.passing
+
+    def answer(self, call: ToolCall, result: ToolResult) -> HandlerResult:
         answer = _wire(call_tool_result(result))
-        # keep the SDK's envelope (resultType, serverInfo stamp), replace the answer
-        envelope = {k: v for k, v in sent.items() if k not in ("content", "structuredContent")}
-        meta = {**(envelope.get("_meta") or {}), **(answer.get("_meta") or {})}
-        return {**envelope, **answer, "_meta": meta} if meta else {**envelope, **answer}
+        # keep the SDK's envelope (resultType, its _meta), replace the answer
+        envelope = {k: v for k, v in self.sent.items() if k not in _ANSWER_KEYS}
+        merged = {**(envelope.get("_meta") or {}), **(answer.get("_meta") or {})}
+        return {**envelope, **answer, "_meta": merged} if merged else {**envelope, **answer}
+
+    def own_error(self, outcome: HandlerResult) -> str | None:
+        if isinstance(outcome, Mapping) and outcome.get("isError") is True:
+            return _text(outcome)
+        return None
+
+    def seen(self, outcome: HandlerResult) -> object:
+        return _text(outcome) if isinstance(outcome, Mapping) else outcome
+
+    def succeeded(
+        self, call: ToolCall, outcome: HandlerResult, result: ToolResult
+    ) -> HandlerResult:
+        return _decided(outcome, result)
+
+    def kept(self, call: ToolCall, outcome: HandlerResult, result: ToolResult) -> HandlerResult:
+        return _decided(outcome, result)
 
 
-def _is_unknown(error: Exception) -> bool:
-    return (
-        type(error) is SdkToolError
-        and error.__cause__ is None
-        and str(error).startswith("Unknown tool: ")
+_ANSWER_KEYS: Final = frozenset({"content", "structuredContent", "isError", "_meta"})
+
+
+def _decided(outcome: HandlerResult, result: ToolResult) -> HandlerResult:
+    """``outcome`` with what toolguard decided: the content cut, ``return_direct``."""
+    if not isinstance(outcome, Mapping) or not (result.truncated or result.return_direct):
+        return outcome
+    changed = dict(outcome)
+    if result.truncated:
+        changed["content"] = [{"type": "text", "text": result.text}]
+    if result.return_direct:
+        changed["_meta"] = {**(changed.get("_meta") or {}), META_RETURN_DIRECT: True}
+    return changed
+
+
+def _text(sent: Mapping[str, Any]) -> str:
+    content = sent.get("content")
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(block.get("text", ""))
+        for block in content
+        if isinstance(block, Mapping) and block.get("type") == "text"
     )
 
 
-def _blocks(sent: Mapping[str, Any]) -> list[Any]:
-    content = sent.get("content")
-    if not isinstance(content, list):
-        return []
-    return [_Block(block.get("text", "")) for block in content if isinstance(block, Mapping)]
-
-
-class _Block:
-    __slots__ = ("text",)
-
-    def __init__(self, text: object) -> None:
-        self.text = text if isinstance(text, str) else ""
-
-
-def _wire(result: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+def _wire(result: Any) -> Wire:
+    dumped: Wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped

@@ -1,4 +1,4 @@
-"""Serve a :class:`~toolguard.Dispatcher`'s tools as an MCP server (``toolguard-agents[mcp]``).
+"""``mcp_server``: a :class:`~toolguard.Dispatcher`'s tools as an MCP server.
 
 ::
 
@@ -28,70 +28,36 @@ Requires the official SDK, version 2 (``pip install "toolguard-agents[mcp]"``).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
-import os
-import signal
-import sys
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+import copy
+import dataclasses
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
 
-import structlog
+import mcp.types as types
+import pydantic
+import typing_extensions
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver.context import Context
 
-try:
-    import mcp.types as types
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
-    from mcp.server.mcpserver.context import Context
-    from mcp.server.stdio import stdio_server
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "toolguard.integrations.mcp needs the official MCP SDK, version 2: "
-        'pip install "toolguard-agents[mcp]"'
-    ) from error
-
-from toolguard._dispatcher import Dispatcher
-from toolguard._targets import TargetError, load_target
-from toolguard._values import ToolCall
-from toolguard.errors import ToolCallFailed
-from toolguard.integrations._mcp_middleware import ToolguardMiddleware
-from toolguard.integrations._mcp_wire import (
-    EVENT_CALL_ABORTED,
-    META_ERROR_ID,
-    META_RETURN_DIRECT,
+from toolguard import BoundTool, Dispatcher, Tool, ToolCall, ToolCallFailed, ToolDefinitionError
+from toolguard.formats import mcp as mcp_format
+from toolguard.integrations.mcp.wire import (
     aborted,
     call_tool_result,
-    connection_of,
     failed_error,
+    is_cancellation,
     really_cancelled,
-    refuse_frameworks,
-    session_for,
-    tool_declaration,
+    scope_for,
 )
 
-__all__ = [
-    "EVENT_CALL_ABORTED",
-    "META_ERROR_ID",
-    "META_RETURN_DIRECT",
-    "TargetError",
-    "ToolguardMiddleware",
-    "call_tool_result",
-    "load_target",
-    "main",
-    "mcp_server",
-    "run_stdio",
-    "serve_stdio",
-    "tool_declaration",
-]
+__all__ = ["mcp_server", "output_schema", "refuse_frameworks", "tool_declaration"]
 
 ContextFactory = Callable[["ServerRequestContext[Any, Any]"], Any]
 SessionId = Callable[["ServerRequestContext[Any, Any]"], "str | None"]
 
 _SDK_CONTEXT = "mcp.server.mcpserver.context.Context"
-
-
-# --- the server -----------------------------------------------------------------------
 
 
 def mcp_server(
@@ -170,13 +136,15 @@ def mcp_server(
             if wanted
             else None
         )
-        connection = connection_of(ctx.session)
+        # Framework-private: the SDK's per-client Connection (state, MCP session id) is
+        # ServerSession._connection; see ToolguardMiddleware._scope.
+        connection = getattr(ctx.session, "_connection", None)
         named = session_id(ctx) if session_id is not None else None
-        session = session_for(
-            dispatcher, connection, named or getattr(connection, "session_id", None)
+        scope = scope_for(
+            dispatcher, connection, named or getattr(connection, "session_id", None), None
         )
         try:
-            result = await session.adispatch(
+            result = await scope.adispatch(
                 call,
                 context=None if context is None else context(ctx),
                 offload=True,
@@ -184,17 +152,15 @@ def mcp_server(
             )
         except ToolCallFailed as failed:
             # Already logged by toolguard (tool_call_failed), with this error id.
-            raise failed_error(failed.tool, failed.error_id) from None
-        except asyncio.CancelledError as error:
-            if really_cancelled():
-                raise  # the client cancelled this request: no answer is due
-            raise aborted(call.name, call.id, error) from None
+            raise failed_error(failed) from None
         except BaseException as error:
             # Never let it reach the SDK: an Exception would send str(error) to the
-            # client, a BaseException would end the server and every later call.
-            if really_cancelled() and _holds_cancellation(error):
+            # client, a BaseException would end the server and every later call. A
+            # request the client cancelled is cancelled (no answer is due); a tool's
+            # own CancelledError is answered like any aborted call.
+            if really_cancelled() and is_cancellation(error):
                 raise
-            raise aborted(call.name, call.id, error) from None
+            raise aborted(scope, call, error) from None
         return call_tool_result(result, structured=structured_content)
 
     return Server(
@@ -206,152 +172,49 @@ def mcp_server(
     )
 
 
-def _holds_cancellation(error: BaseException) -> bool:
-    if isinstance(error, asyncio.CancelledError):
-        return True
-    if isinstance(error, BaseExceptionGroup):
-        return any(_holds_cancellation(inner) for inner in error.exceptions)
-    return False
+# --- toolguard -> MCP declarations ------------------------------------------------------
 
 
-# --- stdio ----------------------------------------------------------------------------
+def tool_declaration(tool: Tool[..., Any] | BoundTool[..., Any]) -> types.Tool:
+    """The MCP declaration of one tool (:func:`toolguard.formats.mcp.tools`' entry: its
+    name, description, JSON Schema), with an ``outputSchema`` when its return
+    annotation is a structured object (a pydantic model, a dataclass, a ``TypedDict``):
+    its value is then sent as ``structuredContent`` too."""
+    (entry,) = mcp_format.tools(tool)
+    return types.Tool.model_validate({**entry, "outputSchema": output_schema(tool)})
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes.
+def output_schema(tool: Tool[..., Any] | BoundTool[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of a structured return annotation, or ``None``."""
+    try:
+        returned = typing.get_type_hints(tool, include_extras=True).get("return")
+    except Exception:  # noqa: BLE001 - an unresolvable hint declares nothing
+        return None
+    plain = typing.get_args(returned)[0] if typing.get_origin(returned) is Annotated else returned
+    if returned is None or not isinstance(plain, type):
+        return None
+    structured = (
+        issubclass(plain, pydantic.BaseModel)
+        or dataclasses.is_dataclass(plain)
+        or typing_extensions.is_typeddict(plain)
+    )
+    if not structured:
+        return None
+    try:
+        schema = pydantic.TypeAdapter(returned).json_schema(mode="serialization")
+    except Exception:  # noqa: BLE001 - a type pydantic cannot describe declares nothing
+        return None
+    return copy.deepcopy(schema) if schema.get("type") == "object" else None
 
-    Leaves logging alone (see :func:`run_stdio`); stdout carries the protocol, so
-    the application's logs must go elsewhere (stderr, a file).
-    """
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
-
-def run_stdio(
-    dispatcher: Dispatcher,
-    *,
-    name: str = "toolguard",
-    log_to_stderr: bool = True,
-    **options: Any,
+def refuse_frameworks(
+    tool: Tool[..., Any] | BoundTool[..., Any], supplied: frozenset[str], where: str
 ) -> None:
-    """Serve ``dispatcher``'s tools over stdio; blocks until the client disconnects.
-
-    This is an application entry point (``toolguard serve-mcp``), and stdout is the
-    protocol channel. So with ``log_to_stderr`` (the default), if structlog has not
-    been configured yet, it is configured to write one JSON line per event to
-    stderr, tracebacks included, where MCP hosts collect a server's log. A process
-    that configured structlog itself keeps its configuration. ``options`` go to
-    :func:`mcp_server`. Runs on asyncio (toolguard's async dispatch needs it).
-
-    The event loop survives a tool's ``SystemExit`` or ``KeyboardInterrupt`` raised
-    in a task of the tool's own (asyncio lets those escape the loop, whoever
-    awaits the task): the loop is resumed, and the call that awaited the task is
-    answered with a JSON-RPC error like any aborted call. A real Ctrl-C (SIGINT)
-    still stops the server (``KeyboardInterrupt`` from this function).
-    """
-    if log_to_stderr and not structlog.is_configured():
-        _log_to_stderr()
-    server = mcp_server(dispatcher, name=name, **options)
-    _run_resilient(serve_stdio(server))
-
-
-def _run_resilient(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on a new asyncio loop until it ends, resuming the loop when a
-    task's ``SystemExit``/``KeyboardInterrupt`` escapes it; SIGINT cancels ``main``."""
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(main)
-    interrupted = False
-
-    def interrupt() -> None:
-        nonlocal interrupted
-        interrupted = True
-        task.cancel()
-
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, interrupt)  # the main thread, on POSIX
-    try:
-        while True:
-            try:
-                loop.run_until_complete(task)
-                return
-            except (SystemExit, KeyboardInterrupt):
-                if task.done():
-                    raise
-                # a tool's task raised it: the call awaiting that task answers it
-                # (logged there, once); the server goes on
-            except asyncio.CancelledError:
-                if interrupted:
-                    raise KeyboardInterrupt from None
-                raise
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(signal.SIGINT)
-        _close(loop)
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    for task in pending:
-        task.cancel()
-    with contextlib.suppress(BaseException):
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    loop.close()
-
-
-def _log_to_stderr() -> None:
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
-
-
-# --- MODULE:ATTR ----------------------------------------------------------------------
-# ``load_target`` and ``TargetError`` are toolguard's own (``toolguard._targets``, shared
-# with the ``toolguard`` command), re-exported here under their old names.
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m toolguard.integrations.mcp MODULE:ATTR``: serve it over stdio.
-
-    ``MODULE:ATTR`` is read by :func:`load_target`: a ``Dispatcher``, a list or
-    tuple of tools, or one ``@tool``. The current directory is importable for the
-    whole run, as with ``python -m``. Returns the exit status: 0 when the client
-    disconnected, 2 for a bad target (:class:`TargetError`: malformed, not found,
-    of another kind, or a module whose import raised).
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m toolguard.integrations.mcp",
-        description="Serve a toolguard Dispatcher's tools as an MCP server over stdio.",
-    )
-    parser.add_argument("target", metavar="MODULE:ATTR", help="a Dispatcher or a list of tools")
-    parser.add_argument("--name", default="toolguard", help="the server name sent to clients")
-    args = parser.parse_args(argv)
-    _import_from_cwd(sys.path)
-    try:
-        dispatcher = load_target(args.target)
-    except TargetError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        run_stdio(dispatcher, name=args.name)
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-def _import_from_cwd(path: list[str]) -> None:
-    """Put the working directory on ``sys.path`` (a console script does not)."""
-    cwd = os.getcwd()
-    if "" not in path and cwd not in path:
-        path.insert(0, cwd)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    """Refuse, at conversion, a tool with another framework's parameter (named)."""
+    for parameter in tool.spec.arguments.framework:
+        if parameter.marker not in supplied:
+            raise ToolDefinitionError(
+                f"{where} cannot serve tool {tool.name!r}: its parameter {parameter.name!r} "
+                f"is {parameter.framework}'s {parameter.kind}, which {where} cannot supply; "
+                f"run the tool with {parameter.framework} (and toolguard's middleware there)"
+            )

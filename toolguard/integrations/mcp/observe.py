@@ -1,13 +1,14 @@
 """A framework's own failure log of a tool, observed and taken over by toolguard.
 
-The MCP SDK's ``MCPServer`` and FastMCP both catch a tool's exception themselves,
-log it (with its traceback) and answer the client; neither hands the exception to
-its middleware as it was raised. Both log it from inside the ``except`` block that
-caught it. So while a guarded ``tools/call`` runs, the framework's logger is
-observed: a record it emits about the failure carries the exception
-(``sys.exc_info()``), which toolguard takes for its policy, and the record itself
-is dropped, since toolguard logs the hidden cause once, under the error id the
-client sees (the framework's traceback would log it a second time).
+Shared by the MCP SDK's ``MCPServer`` middleware and FastMCP's. Both frameworks catch a
+tool's exception themselves, log it (with its traceback) and answer the client; neither
+hands the exception to its middleware as it was raised, and neither offers a public
+hook for it. Both log it from inside the ``except`` block that caught it. So while a
+guarded ``tools/call`` runs, the framework's logger is observed: a record it emits
+about the failure carries the exception (``sys.exc_info()``), which toolguard takes for
+its policy, and the record itself is dropped, since toolguard logs the hidden cause
+once, under the error id the client sees (the framework's traceback would log it a
+second time).
 
 Nothing else of the logger changes: outside a guarded call (other tasks, other
 requests, records from other loggers) it behaves exactly as configured. While a
@@ -23,7 +24,7 @@ import threading
 from contextvars import ContextVar
 from typing import Any, Final
 
-__all__ = ["Capture", "capturing", "observe"]
+__all__ = ["Capture", "capturing", "observe", "reset"]
 
 
 class Capture:
@@ -57,6 +58,7 @@ def capturing(capture: Capture | None) -> Any:
 
 
 def reset(token: Any) -> None:
+    """End the capture :func:`capturing` started."""
     _CAPTURE.reset(token)
 
 
