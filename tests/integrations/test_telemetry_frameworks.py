@@ -152,3 +152,52 @@ def test_a_langchain_tool_guarded_in_place_answers_in_a_span_of_the_guards() -> 
     assert attributes(span)["toolguard.outcome"] == "hidden_error"
     assert attributes(span)["error.type"] == "ConnectionError"
     assert SECRET not in span.to_json()
+
+
+# --- MCP: the SDK's MCPServer and FastMCP, guarded in place ---------------------------
+
+
+def _mcp_server(guard: Any) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("shop", middleware=[guard])
+    server.tool()(lambda_lookup)
+    return server
+
+
+def lambda_lookup(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+@pytest.mark.usefixtures("telemetry")
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+async def test_a_tool_name_a_client_invents_is_no_metric_series_of_its_own(
+    framework: str,
+) -> None:
+    """issue 27: every invented name became its own gen_ai.tool.name series with outcome
+    visible_error; docs/telemetry.md says _OTHER / unknown_tool."""
+    from .._otel import counted
+
+    invented = [f"made_up_{framework}_{n}" for n in range(3)]
+    before = counted("_OTHER", "unknown_tool")  # cumulative since the process started
+    if framework == "mcp":
+        from mcp import Client
+
+        from toolguard.integrations.mcp import ToolguardMiddleware as McpGuard
+
+        async with Client(_mcp_server(McpGuard(Dispatcher([])))) as client:
+            answers = [await client.call_tool(name, {}) for name in invented]
+    else:
+        import fastmcp
+
+        from toolguard.integrations.fastmcp import ToolguardMiddleware as FastGuard
+
+        app = fastmcp.FastMCP("shop")
+        app.tool(lambda_lookup)
+        app.add_middleware(FastGuard(Dispatcher([])))
+        async with fastmcp.Client(app) as client:
+            answers = [await client.call_tool(n, {}, raise_on_error=False) for n in invented]
+    assert all(answer.is_error for answer in answers)
+    assert counted("_OTHER", "unknown_tool") - before == len(invented)
+    assert all(counted(name, "visible_error") == 0 for name in invented)

@@ -1,190 +1,250 @@
-"""Conformance (issue 13): the same tool three ways in FastMCP.
+"""Conformance driver: a FastMCP app, guarded in place by its one line.
 
-1. ``native``: FastMCP's ``@app.tool`` on the plain function;
-2. ``guarded``: ``@app.tool`` on the toolguard ``@tool`` of that function, the app
-   guarded in place by ``toolguard.integrations.fastmcp.ToolguardMiddleware``;
-3. ``adapter``: toolguard's ``mcp_server`` over a ``Dispatcher`` of the tool, served
-   as ``python -m toolguard.integrations.mcp MODULE:ATTR``.
+Every scenario of the table (``_table.SCENARIOS``) and FastMCP's own below is played
+twice through FastMCP's in-memory ``Client(app)``: on an app built in FastMCP's style,
+and on the same app after ``app.add_middleware(ToolguardMiddleware(dispatcher))``;
+the two runs must be identical except the answers the scenario means to change
+(``_table.conforms``). In process (``await app.call_tool(...)``), a failure is raised
+as FastMCP raises it, with toolguard's text.
 
-Driven by FastMCP's own ``Client``: in memory for the app, over stdio for the
-adapter (FastMCP's in-memory transport takes a FastMCP app or an ``MCPServer``,
-not the SDK's low-level server; one subprocess serves the whole module). The
-native way is the reference for schemas, FastMCP's ``Context`` and success;
-toolguard's policy for failures. FastMCP's ``Context`` can
-only be supplied by FastMCP: the adapter refuses such a tool, naming the parameter.
+toolguard's own server (``mcp_server``) is compared with FastMCP's native way in
+``tests/integrations/test_fastmcp_server_ways.py``.
 """
 
 from __future__ import annotations
 
-import sys
+import asyncio
+import functools
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import fastmcp
 import mcp.types as types
+import pydantic
 import pytest
 from fastmcp import Context, FastMCP
-from fastmcp.client.transports import StdioTransport
+from fastmcp.server.middleware.rate_limiting import RateLimitingMiddleware
+from structlog.testing import capture_logs
 
-from tests.integrations import _mcp_tools as tools
-from toolguard import Dispatcher, tool
-from toolguard.errors import ToolDefinitionError
+from toolguard import Dispatcher
 from toolguard.integrations.fastmcp import ToolguardMiddleware
-from toolguard.integrations.mcp import META_ERROR_ID, mcp_server
 
-WAYS = ["native", "guarded", "adapter"]
+from ._table import (
+    SCENARIOS,
+    Counter,
+    Observation,
+    Scenario,
+    answered_bad_arguments,
+    answered_hidden,
+    answered_unknown,
+    answered_visible,
+    conforms,
+    crash,
+    lookup,
+)
+
+NOT_APPLICABLE: dict[str, str] = {}  # every scenario of the table is played
 
 
-async def remember(ctx: Context, note: str) -> str:
-    """Keep a note in FastMCP's session state (its Context)."""
+class Internal(pydantic.BaseModel):
+    ledger_row_id: int
+
+
+def parse_upstream(order: int) -> str:
+    """A pydantic ValidationError raised in the body (upstream data), not the model's."""
+    Internal.model_validate({"ledger_row_id": "corrupt"})
+    return "unreachable"
+
+
+async def noted(note: str, ctx: Context) -> str:
+    """FastMCP's Context: session state and progress."""
     await ctx.set_state("note", note)
     await ctx.report_progress(1, 1)
-    return f"{type(ctx).__name__} kept {await ctx.get_state('note')}"
+    return f"kept {await ctx.get_state('note')}"
 
 
-ROOT = Path(__file__).resolve().parents[3]
-_ADAPTER: dict[tuple[str, str], Any] = {}
+def counted(function: Callable[..., Any], runs: dict[str, int]) -> Callable[..., Any]:
+    if asyncio.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            runs[function.__name__] = runs.get(function.__name__, 0) + 1
+            return await function(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        runs[function.__name__] = runs.get(function.__name__, 0) + 1
+        return function(*args, **kwargs)
+
+    return run
 
 
-def serve(way: str, functions: list[Callable[..., Any]]) -> FastMCP[Any]:
-    app: FastMCP[Any] = FastMCP("conformance")
-    if way == "guarded":
-        guarded_tools = [tool(f) for f in functions]
-        for guarded_tool in guarded_tools:
-            app.tool(guarded_tool)
-        app.add_middleware(ToolguardMiddleware(Dispatcher(guarded_tools)))
-        return app
-    for function in functions:
-        app.tool(function)
+def build(
+    scenario: Scenario,
+    guarded: bool,
+    runs: dict[str, int],
+    counter: Counter,
+    *,
+    mask: bool = False,
+    middleware: tuple[Any, ...] = (),
+) -> FastMCP[Any]:
+    app: FastMCP[Any] = FastMCP("conformance", mask_error_details=mask)
+    for function in scenario.tools:
+        app.tool(counted(function, runs))
+    if scenario.name == "state":
+        app.tool(counter.bump, name="bump")
+
+    @app.resource("shop://policy")
+    def policy() -> str:
+        return "Refunds within 30 days."
+
+    @app.prompt
+    def apology(name: str) -> str:
+        return f"Dear {name}, we are sorry."
+
+    if guarded:
+        app.add_middleware(ToolguardMiddleware(Dispatcher([])))  # the one line
+    for other in middleware:
+        app.add_middleware(other)
     return app
 
 
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("quote", {"sku": "A-1", "quantity": 2}),
-    ("pictures", {}),
-    ("crash", {"order_id": 1}),
-    ("refuse", {"order_id": 7}),
-    ("quote", {"quantity": "many"}),
-]
-
-
-async def adapter(name: str, arguments: dict[str, Any]) -> Any:
-    """The adapter's answers, from one stdio server for the module (with its log)."""
-    if not _ADAPTER:
-        transport = StdioTransport(
-            command=sys.executable,
-            args=["-m", "toolguard.integrations.mcp", "tests.integrations._mcp_tools:conformance"],
-            cwd=str(ROOT),
-        )
-        async with fastmcp.Client(transport) as client:
-            _ADAPTER["list", repr({})] = {t.name: t for t in await client.list_tools()}
-            for call_name, call_arguments in CALLS:
-                _ADAPTER[call_name, repr(call_arguments)] = await client.call_tool(
-                    call_name, call_arguments, raise_on_error=False
+async def play(scenario: Scenario, guarded: bool, **options: Any) -> Observation:
+    runs: dict[str, int] = {}
+    counter = Counter()
+    seen = Observation(runs=runs)
+    results: list[Any] = []
+    async with fastmcp.Client(build(scenario, guarded, runs, counter, **options)) as client:
+        try:
+            if scenario.name == "parallel":
+                results = await asyncio.gather(
+                    *(
+                        client.call_tool(name, args, raise_on_error=False)
+                        for name, args in scenario.calls
+                    )
                 )
-    return _ADAPTER[name, repr(arguments)]
+            else:
+                for name, args in scenario.calls:
+                    results.append(await client.call_tool(name, args, raise_on_error=False))
+        except Exception as error:
+            seen.raised = type(error).__name__
+        try:
+            seen.final = (
+                [t.model_dump() for t in await client.list_tools()],
+                [r.model_dump() for r in await client.read_resource("shop://policy")],
+                [
+                    m.model_dump()
+                    for m in (await client.get_prompt("apology", {"name": "A"})).messages
+                ],
+            )
+        except Exception as error:
+            seen.final = type(error).__name__
+    for result in results:
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        seen.model_saw.append(("\n".join(texts), bool(result.is_error)))
+    seen.shape = [(r.structured_content, r.data, r.meta) for r in results]
+    seen.state = counter.calls
+    return seen
 
 
-async def run(way: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
-    arguments = arguments or {}
-    if way == "adapter":
-        return await adapter("list", {}), (await adapter(name, arguments) if name else None)
-    async with fastmcp.Client(serve(way, [*tools.CONFORMANCE, remember])) as client:
-        listed = {t.name: t for t in await client.list_tools()}
-        result = await client.call_tool(name, arguments, raise_on_error=False) if name else None
-    return listed, result
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+async def test_the_table(scenario: Scenario) -> None:
+    unguarded = await play(scenario, guarded=False)
+    with capture_logs() as logs:
+        guarded = await play(scenario, guarded=True)
+    conforms(scenario, unguarded, guarded)
+    if scenario.name == "hidden_failure":
+        answered_hidden(guarded, logs)
+    elif scenario.name == "visible_failure":
+        answered_visible(guarded)
+    elif scenario.name == "bad_arguments":
+        answered_bad_arguments(guarded)
+    elif scenario.name == "unknown_tool":
+        answered_unknown(guarded, ["lookup"])
+    else:
+        assert not [e for e in logs if e["event"] == "tool_error_hidden"]
 
 
-def essentials(schema: Any) -> Any:
-    """What the model is asked to send (no titles, descriptions or style keys)."""
-    if isinstance(schema, dict):
-        return {
-            k: essentials(v)
-            for k, v in schema.items()
-            if k not in ("title", "description", "additionalProperties")
-        }
-    if isinstance(schema, list):
-        return [essentials(item) for item in schema]
-    return schema
+# --- FastMCP's own scenarios ------------------------------------------------------------
+
+BODY_VALIDATION = Scenario(
+    "body_validation_error",
+    (parse_upstream,),
+    (("parse_upstream", {"order": 1}),),
+    changes=frozenset({"model_saw", "shape"}),
+    about="a pydantic ValidationError in the body is the tool's failure, not the model's "
+    "arguments (issue 27: told as invalid arguments, internal fields named)",
+)
 
 
-def text_of(result: Any) -> str:
-    (block,) = result.content
-    assert isinstance(block, types.TextContent)
-    return block.text
+@pytest.mark.parametrize("mask", [True, False])
+async def test_a_validation_error_in_the_body_is_a_hidden_failure(mask: bool) -> None:
+    unguarded = await play(BODY_VALIDATION, guarded=False, mask=mask)
+    with capture_logs() as logs:
+        guarded = await play(BODY_VALIDATION, guarded=True, mask=mask)
+    conforms(BODY_VALIDATION, unguarded, guarded)
+    (hidden,) = [e for e in logs if e["event"] == "tool_error_hidden"]
+    text, is_error = guarded.model_saw[0]
+    assert is_error and hidden["error_id"] in text
+    assert "ledger_row_id" not in text and "Invalid arguments" not in text
 
 
-async def test_the_model_sees_the_same_input_schema_three_ways() -> None:
-    declared = {way: (await run(way, ""))[0] for way in WAYS}
-    for name in ("quote", "pictures", "crash", "refuse"):
-        native = declared["native"][name]
-        assert declared["guarded"][name].input_schema == native.input_schema
-        assert essentials(declared["adapter"][name].input_schema) == essentials(native.input_schema)
-    assert (
-        declared["guarded"]["remember"].input_schema == declared["native"]["remember"].input_schema
-    )
-    assert set(declared["native"]["remember"].input_schema["properties"]) == {"note"}
+RATE_LIMITED = Scenario(
+    "rate_limited",
+    (lookup,),
+    (("lookup", {"query": "a"}), ("lookup", {"query": "b"})),
+    about="another middleware's rate-limit error passes as FastMCP answers it "
+    "(issue 27: answered as a hidden tool crash)",
+)
 
 
-@pytest.mark.parametrize("way", WAYS)
-async def test_a_structured_return_gives_the_same_structured_content(way: str) -> None:
-    listed, result = await run(way, "quote", {"sku": "A-1", "quantity": 2})
-    native_listed, native = await run("native", "quote", {"sku": "A-1", "quantity": 2})
-    assert result.is_error is False
-    assert result.structured_content == native.structured_content
-    assert essentials(listed["quote"].output_schema) == essentials(
-        native_listed["quote"].output_schema
-    )
+async def test_another_middlewares_rate_limit_passes_untouched() -> None:
+    def limiter() -> RateLimitingMiddleware:
+        return RateLimitingMiddleware(max_requests_per_second=0.001, burst_capacity=1)
+
+    unguarded = await play(RATE_LIMITED, guarded=False, middleware=(limiter(),))
+    with capture_logs() as logs:
+        guarded = await play(RATE_LIMITED, guarded=True, middleware=(limiter(),))
+    conforms(RATE_LIMITED, unguarded, guarded)
+    assert unguarded.raised is not None  # the limit was hit: FastMCP's own answer
+    assert not [e for e in logs if e["event"] == "tool_error_hidden"]
 
 
-@pytest.mark.parametrize("way", WAYS)
-async def test_mcp_content_blocks_pass_through_untouched(way: str) -> None:
-    _, result = await run(way, "pictures")
-    _, native = await run("native", "pictures")
-    assert [b.model_dump() for b in result.content] == [b.model_dump() for b in native.content]
+CONTEXT = Scenario(
+    "context",
+    (noted,),
+    (("noted", {"note": "blue"}),),
+    about="FastMCP's Context (state, progress) and structured output: FastMCP's own",
+)
 
 
-@pytest.mark.parametrize("way", ["native", "guarded"])
-async def test_fastmcps_context_is_supplied_per_request(way: str) -> None:
-    _, result = await run(way, "remember", {"note": "blue"})
-    assert (result.is_error, text_of(result)) == (False, "Context kept blue")
+async def test_fastmcps_context_is_its_own() -> None:
+    conforms(CONTEXT, await play(CONTEXT, guarded=False), await play(CONTEXT, guarded=True))
 
 
-def test_the_adapter_refuses_a_fastmcp_context_naming_the_parameter() -> None:
-    with pytest.raises(ToolDefinitionError, match=r"'ctx'.*fastmcp's Context"):
-        mcp_server(Dispatcher([tool(remember)]))
+async def in_process(guarded: bool, name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """``await app.call_tool(...)``, no MCP request: what is raised, and its text."""
+    scenario = Scenario("in_process", (crash, lookup), ())
+    app = build(scenario, guarded, {}, Counter())
+    try:
+        await app.call_tool(name, arguments)
+    except Exception as error:
+        return type(error).__name__, str(error)
+    return "nothing", ""
 
 
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_a_hidden_failure_follows_toolguards_policy(
-    way: str, logs: list[dict[str, Any]]
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [("crash", {"query": "x"}), ("lookpu", {}), ("lookup", {"query": ["not", "text"]})],
+    ids=["hidden_failure", "unknown_tool", "bad_arguments"],
+)
+async def test_in_process_failures_are_raised_as_fastmcp_raises_them(
+    name: str, arguments: dict[str, Any]
 ) -> None:
-    """The secret stays on the server; the client gets the error id (in process, the
-    cause is logged once under it; the adapter's log is its process's stderr)."""
-    _, result = await run(way, "crash", {"order_id": 1})
-    assert result.is_error is True
-    assert tools.SECRET not in text_of(result) and tools.CAUSE_SECRET not in text_of(result)
-    error_id = result.meta[META_ERROR_ID]
-    assert f"error id {error_id}" in text_of(result)
-    if way == "guarded":
-        (event,) = [e for e in logs if e["event"] == "tool_error_hidden"]
-        assert event["error_id"] == error_id
-
-
-async def test_without_toolguard_fastmcp_sends_the_secret() -> None:
-    _, result = await run("native", "crash", {"order_id": 1})
-    assert tools.SECRET in text_of(result)
-
-
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_a_visible_message_arrives_intact(way: str) -> None:
-    _, result = await run(way, "refuse", {"order_id": 7})
-    assert text_of(result) == "There is no order 7. Ask the user to check the number."
-
-
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_invalid_arguments_name_the_argument(way: str) -> None:
-    _, result = await run(way, "quote", {"quantity": "many"})
-    assert text_of(result).startswith("Invalid arguments for tool 'quote':")
-    assert "'sku'" in text_of(result)
+    """issue 27: guarded, ``await app.call_tool()`` returned an error result instead."""
+    raised, _ = await in_process(False, name, arguments)
+    guarded_raised, text = await in_process(True, name, arguments)
+    assert guarded_raised == raised
+    assert "hunter2" not in text

@@ -1,164 +1,245 @@
-"""Conformance (issue 13): the same tool three ways in the official MCP SDK.
+"""Conformance driver: the MCP SDK's ``MCPServer``, guarded in place by its one line.
 
-1. ``native``: the SDK's ``@server.tool()`` on the plain function (``MCPServer``);
-2. ``guarded``: the SDK's decorator on the toolguard ``@tool`` of that function,
-   the server guarded in place by ``ToolguardMiddleware``;
-3. ``adapter``: toolguard's ``mcp_server`` over a ``Dispatcher`` of the tool.
+Every scenario of the table (``_table.SCENARIOS``) and the SDK's own below is played
+twice through the SDK's in-process client (``mcp.Client(server)``): on an ``MCPServer``
+built in the SDK's style, and on the same server with
+``middleware=[ToolguardMiddleware(dispatcher)]``; the two runs must be identical except
+the answers the scenario means to change (``_table.conforms``).
 
-Driven by the SDK's own in-process client (``mcp.Client(server)``). The native way
-is the reference for the schema the model sees, the ``Context`` the tool gets and
-the return handling on success; toolguard's policy is the reference for failures.
+toolguard's own server (``mcp_server``) is compared with the SDK's native one in
+``tests/integrations/test_mcp_server_ways.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp.types as types
 import pytest
 from mcp import Client
-from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
+from pydantic import BaseModel
+from structlog.testing import capture_logs
 
-from tests.integrations import _mcp_tools as tools
-from toolguard import Dispatcher, tool
-from toolguard.integrations.mcp import META_ERROR_ID, ToolguardMiddleware, mcp_server
+from toolguard import Breaker, Dispatcher
+from toolguard.integrations.mcp import META_RETURN_DIRECT, ToolguardMiddleware
 
-WAYS = ["native", "guarded", "adapter"]
+from ._table import (
+    SCENARIOS,
+    Counter,
+    Observation,
+    Scenario,
+    answered_bad_arguments,
+    answered_hidden,
+    answered_unknown,
+    answered_visible,
+    conforms,
+)
+
+NOT_APPLICABLE: dict[str, str] = {}  # every scenario of the table is played
 
 
-async def inspect_context(ctx: Context, label: str) -> str:
-    """What the injected ``Context`` is: the request's own, with its id and session."""
-    await ctx.report_progress(1, 1)
-    return (
-        f"{label}: {type(ctx).__name__} request={ctx.request_id == str(ctx.request_id)} "
-        f"session={ctx.session is not None}"
+# --- the SDK's own tools for its scenarios ------------------------------------------------
+
+
+def locked(order: int) -> types.CallToolResult:
+    """The tool tells the model about a problem itself (the MCP way)."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"Order {order} is locked; try tomorrow.")],
+        is_error=True,
+        _meta={"app/reason": "locked"},
     )
 
 
-def serve(way: str, functions: list[Callable[..., Any]]) -> MCPServer[Any] | Server[Any]:
-    if way == "adapter":
-        return mcp_server(Dispatcher([tool(f) for f in functions]))
-    if way == "guarded":
-        guarded_tools = [tool(f) for f in functions]
-        server: MCPServer[Any] = MCPServer(
-            "conformance", middleware=[ToolguardMiddleware(Dispatcher(guarded_tools))]
-        )
-        for guarded_tool in guarded_tools:
-            server.tool()(guarded_tool)
-        return server
-    server = MCPServer("conformance")
-    for function in functions:
-        server.tool()(function)
+async def slow(seconds: float) -> str:
+    """Sleep; the client gives up first."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+class Quote(BaseModel):
+    sku: str
+    price: float
+
+
+async def quote(sku: str, ctx: Context) -> Quote:
+    """A structured result with an outputSchema, reporting progress on the way."""
+    await ctx.report_progress(1, 1, "pricing")
+    return Quote(sku=sku, price=2.5)
+
+
+def counted(function: Callable[..., Any], runs: dict[str, int]) -> Callable[..., Any]:
+    if asyncio.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            runs[function.__name__] = runs.get(function.__name__, 0) + 1
+            return await function(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        runs[function.__name__] = runs.get(function.__name__, 0) + 1
+        return function(*args, **kwargs)
+
+    return run
+
+
+def build(
+    scenario: Scenario, guarded: bool, runs: dict[str, int], counter: Counter, **options: Any
+) -> MCPServer[Any]:
+    dispatcher = Dispatcher([], **options)
+    middleware = [ToolguardMiddleware(dispatcher)] if guarded else None
+    server: MCPServer[Any] = MCPServer("conformance", middleware=middleware)
+    for function in scenario.tools:
+        server.tool()(counted(function, runs))
+    if scenario.name == "state":
+        server.add_tool(counter.bump, name="bump")
+
+    @server.resource("shop://policy")
+    def policy() -> str:
+        return "Refunds within 30 days."
+
+    @server.prompt()
+    def apology(name: str) -> str:
+        return f"Dear {name}, we are sorry."
+
     return server
 
 
-async def run(way: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
-    async with Client(serve(way, [*tools.CONFORMANCE, inspect_context])) as client:
-        listed = {t.name: t for t in (await client.list_tools()).tools}
-        result = await client.call_tool(name, arguments or {}) if name else None
-    return listed, result
+def shape(result: types.CallToolResult) -> Any:
+    """The SDK's view of a result, its text aside."""
+    return result.model_dump(by_alias=True, exclude={"content"})
 
 
-def essentials(schema: Any) -> Any:
-    """A JSON Schema without what only documents it (titles, descriptions: toolguard
-    adds the docstring's ``Args:``) or differs by style (``additionalProperties:
-    false``): what the model is asked to send."""
-    if isinstance(schema, dict):
-        return {
-            k: essentials(v)
-            for k, v in schema.items()
-            if k not in ("title", "description", "additionalProperties")
+async def play(scenario: Scenario, guarded: bool, **options: Any) -> Observation:
+    runs: dict[str, int] = {}
+    counter = Counter()
+    seen = Observation(runs=runs)
+    async with Client(build(scenario, guarded, runs, counter, **options)) as client:
+        try:
+            if scenario.name == "parallel":
+                results = await asyncio.gather(
+                    *(client.call_tool(name, args) for name, args in scenario.calls)
+                )
+            else:
+                results = [await client.call_tool(name, args) for name, args in scenario.calls]
+        except Exception as error:
+            seen.raised = type(error).__name__
+            results = []
+        seen.final = {
+            "tools": [t.model_dump() for t in (await client.list_tools()).tools],
+            "resource": (await client.read_resource("shop://policy")).model_dump(exclude={"meta"}),
+            "prompt": (await client.get_prompt("apology", {"name": "Ann"})).model_dump(
+                exclude={"meta"}
+            ),
         }
-    if isinstance(schema, list):
-        return [essentials(item) for item in schema]
-    return schema
+    for result in results:
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        seen.model_saw.append(("\n".join(texts), bool(result.is_error)))
+    seen.shape = [shape(result) for result in results]
+    seen.state = counter.calls
+    return seen
 
 
-def text_of(result: types.CallToolResult) -> str:
-    (block,) = result.content
-    assert isinstance(block, types.TextContent)
-    return block.text
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+async def test_the_table(scenario: Scenario) -> None:
+    unguarded = await play(scenario, guarded=False)
+    with capture_logs() as logs:
+        guarded = await play(scenario, guarded=True)
+    conforms(scenario, unguarded, guarded)
+    if scenario.name == "hidden_failure":
+        answered_hidden(guarded, logs)
+    elif scenario.name == "visible_failure":
+        answered_visible(guarded)
+    elif scenario.name == "bad_arguments":
+        answered_bad_arguments(guarded)
+    elif scenario.name == "unknown_tool":
+        answered_unknown(guarded, ["lookup"])
+    else:
+        assert not [e for e in logs if e["event"] == "tool_error_hidden"]
 
 
-async def test_the_model_sees_the_same_input_schema_three_ways() -> None:
-    """``ctx: Context`` is in no schema; the guarded way is the SDK's own schema exactly,
-    toolguard's adapter asks for the same arguments."""
-    declared = {way: (await run(way, ""))[0] for way in WAYS}
-    for name in ("quote", "pictures", "crash", "refuse", "inspect_context"):
-        native = declared["native"][name]
-        assert declared["guarded"][name].input_schema == native.input_schema
-        assert essentials(declared["adapter"][name].input_schema) == essentials(native.input_schema)
-        assert "ctx" not in str(declared["adapter"][name].input_schema)
-    assert set(declared["native"]["inspect_context"].input_schema["properties"]) == {"label"}
-    # toolguard's adapter also tells the model what each argument is (the docstring)
-    adapter_quote = declared["adapter"]["quote"].input_schema["properties"]
-    assert adapter_quote["sku"]["description"] == "The item's stock number."
+# --- the SDK's own scenarios --------------------------------------------------------------
+
+OWN_ERROR = Scenario(
+    "own_error_result",
+    (locked,),
+    (("locked", {"order": 7}), ("locked", {"order": 8})),
+    about="a CallToolResult(isError=True) the tool returned is the tool's answer: kept, "
+    "not logged, not a breaker's failure (issue 27: it became 'internal error')",
+)
 
 
-@pytest.mark.parametrize("way", WAYS)
-async def test_a_structured_return_gives_the_same_output_schema_and_content(way: str) -> None:
-    listed, result = await run(way, "quote", {"sku": "A-1", "quantity": 2})
-    native_listed, native = await run("native", "quote", {"sku": "A-1", "quantity": 2})
-    assert result.is_error is False
-    assert result.structured_content == native.structured_content
-    assert result.structured_content == {"sku": "A-1", "price": 5.0, "tags": ["in-stock"]}
-    assert essentials(listed["quote"].output_schema) == essentials(
-        native_listed["quote"].output_schema
+async def test_the_tools_own_error_result_is_kept_unlogged_and_uncounted() -> None:
+    unguarded = await play(OWN_ERROR, guarded=False)
+    with capture_logs() as logs:
+        guarded = await play(OWN_ERROR, guarded=True, breaker=Breaker(failures=1))
+    conforms(OWN_ERROR, unguarded, guarded)
+    assert guarded.model_saw[0] == ("Order 7 is locked; try tomorrow.", True)
+    assert not [e for e in logs if e["event"] == "tool_error_hidden"]
+
+
+STRUCTURED = Scenario(
+    "structured",
+    (quote,),
+    (("quote", {"sku": "A-1"}),),
+    about="structured output, outputSchema, the request's Context: the SDK's own",
+)
+
+
+async def test_structured_output_and_context_are_the_sdks_own() -> None:
+    unguarded = await play(STRUCTURED, guarded=False)
+    guarded = await play(STRUCTURED, guarded=True)
+    conforms(STRUCTURED, unguarded, guarded)
+    assert guarded.shape[0]["structuredContent"] == {"sku": "A-1", "price": 2.5}
+
+
+async def test_return_direct_is_the_one_thing_added_to_a_success() -> None:
+    from toolguard import ToolPolicy
+
+    scenario = Scenario("success", (STRUCTURED.tools), STRUCTURED.calls)
+    plain = await play(scenario, guarded=False)
+    stops = await play(
+        scenario,
+        guarded=True,
+        external_tools=["quote"],
+        overrides={"quote": ToolPolicy(return_direct=True)},
     )
+    assert stops.shape[0].pop("_meta") == {
+        **(plain.shape[0].pop("_meta") or {}),
+        META_RETURN_DIRECT: True,
+    }
+    assert stops.shape == plain.shape
 
 
-@pytest.mark.parametrize("way", WAYS)
-async def test_mcp_content_blocks_pass_through_untouched(way: str) -> None:
-    _, result = await run(way, "pictures")
-    _, native = await run("native", "pictures")
-    assert result.is_error is False
-    assert [b.model_dump() for b in result.content] == [b.model_dump() for b in native.content]
-    text, image = result.content
-    assert isinstance(text, types.TextContent) and isinstance(image, types.ImageContent)
-    assert (image.data, image.mime_type) == (tools.PIXEL, "image/png")
+async def cancelled_call(guarded: bool) -> tuple[str | None, int]:
+    """A call the client cancels with an anyio cancel scope (in process)."""
+    runs: dict[str, int] = {}
+    scenario = Scenario("cancelled", (slow,), ())
+    raised: str | None = None
+    async with Client(build(scenario, guarded, runs, Counter())) as client:
+        try:
+            with anyio.move_on_after(0.2):
+                await client.call_tool("slow", {"seconds": 5})
+        except Exception as error:
+            raised = type(error).__name__
+    return raised, runs["slow"]
 
 
-@pytest.mark.parametrize("way", WAYS)
-async def test_the_tool_gets_the_requests_own_context(way: str) -> None:
-    _, result = await run(way, "inspect_context", {"label": "hi"})
-    assert (result.is_error, text_of(result)) == (False, "hi: Context request=True session=True")
+async def test_a_call_cancelled_by_an_anyio_cancel_scope_stays_cancelled() -> None:
+    """issue 27: guarded, the caller got MCPError(-32603) instead of its cancellation."""
+    assert await cancelled_call(guarded=True) == await cancelled_call(guarded=False)
+    assert await cancelled_call(guarded=True) == (None, 1)
 
 
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_a_hidden_failure_follows_toolguards_policy(
-    way: str, logs: list[dict[str, Any]]
-) -> None:
-    _, result = await run(way, "crash", {"order_id": 1})
-    assert result.is_error is True
-    sent = result.model_dump_json(by_alias=True)
-    assert tools.SECRET not in sent and tools.CAUSE_SECRET not in sent
-    (event,) = [e for e in logs if e["event"] == "tool_error_hidden"]
-    assert result.meta[META_ERROR_ID] == event["error_id"]
-    assert text_of(result).startswith("The tool 'crash' failed because of an internal error")
-
-
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_a_visible_message_arrives_intact(way: str) -> None:
-    _, result = await run(way, "refuse", {"order_id": 7})
-    assert (result.is_error, text_of(result)) == (
-        True,
-        "There is no order 7. Ask the user to check the number.",
-    )
-
-
-async def test_without_toolguard_the_sdk_masks_toolguards_visible_message() -> None:
-    """The reason the guarded way exists: the native way hides the ToolError too."""
-    _, result = await run("native", "refuse", {"order_id": 7})
-    assert text_of(result) == "Error executing tool refuse"
-
-
-@pytest.mark.parametrize("way", ["guarded", "adapter"])
-async def test_invalid_arguments_name_the_argument(way: str) -> None:
-    _, result = await run(way, "quote", {"quantity": "many"})
-    message = text_of(result)
-    assert result.is_error is True
-    assert message.startswith("Invalid arguments for tool 'quote':")
-    assert "'sku'" in message and "'quantity'" in message
+def test_every_scenario_is_played_or_said_why_not() -> None:
+    assert NOT_APPLICABLE == {}
+    assert json.dumps([s.name for s in SCENARIOS])
