@@ -16,7 +16,7 @@ import asyncio
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp.types as types
@@ -156,7 +156,7 @@ async def test_the_table(scenario: Scenario) -> None:
         guarded = await play(scenario, guarded=True)
     conforms(scenario, unguarded, guarded)
     if scenario.name == "hidden_failure":
-        answered_hidden(guarded, logs)
+        answered_hidden(guarded, [dict(event) for event in logs])
     elif scenario.name == "visible_failure":
         answered_visible(guarded)
     elif scenario.name == "bad_arguments":
@@ -199,7 +199,8 @@ async def test_structured_output_and_context_are_the_sdks_own() -> None:
     unguarded = await play(STRUCTURED, guarded=False)
     guarded = await play(STRUCTURED, guarded=True)
     conforms(STRUCTURED, unguarded, guarded)
-    assert guarded.shape[0]["structuredContent"] == {"sku": "A-1", "price": 2.5}
+    (result,) = cast("list[dict[str, Any]]", guarded.shape)
+    assert result["structuredContent"] == {"sku": "A-1", "price": 2.5}
 
 
 async def test_return_direct_is_the_one_thing_added_to_a_success() -> None:
@@ -213,11 +214,12 @@ async def test_return_direct_is_the_one_thing_added_to_a_success() -> None:
         external_tools=["quote"],
         overrides={"quote": ToolPolicy(return_direct=True)},
     )
-    assert stops.shape[0].pop("_meta") == {
-        **(plain.shape[0].pop("_meta") or {}),
-        META_RETURN_DIRECT: True,
-    }
-    assert stops.shape == plain.shape
+    (stopped,), (kept,) = (
+        cast("list[dict[str, Any]]", stops.shape),
+        cast("list[dict[str, Any]]", plain.shape),
+    )
+    assert stopped.pop("_meta") == {**(kept.pop("_meta") or {}), META_RETURN_DIRECT: True}
+    assert stopped == kept
 
 
 async def cancelled_call(guarded: bool) -> tuple[str | None, int]:
