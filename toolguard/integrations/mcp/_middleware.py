@@ -199,8 +199,10 @@ class _Run(Adapter[HandlerResult]):
         """The server's tools (name -> inputSchema), through the chain's ``tools/list``
         (``call_next`` takes a changed context: the SDK's documented way)."""
         try:
+            params = self.ctx.params or {}
+            keep = {key: params[key] for key in ("_meta",) if key in params}  # the era's own
             listed = await self.call_next(
-                dataclasses.replace(self.ctx, method="tools/list", params=None)
+                dataclasses.replace(self.ctx, method="tools/list", params=keep)
             )
         except Exception:  # noqa: BLE001 - no list: answered without one
             return {}
