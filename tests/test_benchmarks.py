@@ -296,16 +296,28 @@ print("ok")
 
 
 def test_suites_have_unique_keys_and_pair_only_with_toolguard_rows(compare: ModuleType) -> None:
-    """Statically, without timing: keys are unique, and every ``vs`` names a toolguard row."""
+    """Statically, without timing: keys are unique; a peer's ``vs`` names a toolguard row;
+    an in-place row (a framework guarded by its one line) pairs with its own
+    unguarded twin, in its own suite."""
     own = compare.toolguard_suites(compare.QUICK)
     own_keys = [b.key for suite in own for b in suite.benches]
-    peer_benches = [b for suite in compare.peer_suites() for b in suite.benches]
-    keys = own_keys + [b.key for b in peer_benches]
+    inplace = importlib.import_module("_inplace").inplace_suites()  # beside compare.py
+    peers = [suite for suite in compare.peer_suites() if suite not in inplace]
+    peer_benches = [b for suite in peers for b in suite.benches]
+    inplace_benches = [b for suite in inplace for b in suite.benches]
+    keys = own_keys + [b.key for b in (*peer_benches, *inplace_benches)]
     assert len(keys) == len(set(keys))
     assert all(suite.own for suite in own)
     assert not any(suite.own for suite in compare.peer_suites())
     for bench in peer_benches:
         assert bench.vs is None or bench.vs in own_keys, bench.key
+    for suite in inplace:
+        suite_keys = {b.key for b in suite.benches}
+        for bench in suite.benches:
+            assert bench.key.startswith("inplace_"), bench.key
+            assert bench.vs is None or (
+                bench.vs in suite_keys and bench.key.endswith("_guarded")
+            ), bench.key
     assert set(own_keys) <= set(TOOLGUARD_CASES)
     assert {b.key for b in peer_benches} <= set(PEER_CASES)
 
