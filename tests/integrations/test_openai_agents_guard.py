@@ -8,6 +8,7 @@ by the SDK), guarded in place.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import sys
@@ -30,6 +31,7 @@ from agents import (
     function_tool,
     input_guardrail,
 )
+from agents import Tool as AgentsTool
 from agents.mcp import MCPServerStdio, MCPUtil
 
 from toolguard import (
@@ -112,6 +114,11 @@ def _nothing_ran() -> None:
     ran.clear()
 
 
+def fresh(tools: list[FunctionTool]) -> list[AgentsTool]:
+    """Copies of the module's tools: guard() guards the objects it is given, for good."""
+    return [copy.copy(tool) for tool in tools]
+
+
 def shop_dispatcher(**options: Any) -> Dispatcher:
     return Dispatcher([], external_tools=["lookup_order", "refund", "final_answer"], **options)
 
@@ -137,7 +144,7 @@ async def test_a_hidden_cause_is_logged_once_with_the_error_id_the_model_saw(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="openai.agents")
     result, model = await run(
-        guard([lookup_order], shop_dispatcher()),
+        guard(fresh([lookup_order]), shop_dispatcher()),
         [[call("lookup_order", {"order_id": 13}, "c1")], say("Sorry.")],
         context=Shop("ann"),
     )
@@ -171,7 +178,7 @@ async def test_without_guard_the_sdk_tells_the_model_nothing_useful() -> None:
 
 async def test_a_visible_message_reaches_the_model_intact(logs: Logs) -> None:
     result, model = await run(
-        guard([lookup_order], shop_dispatcher()),
+        guard(fresh([lookup_order]), shop_dispatcher()),
         [[call("lookup_order", {"order_id": 42}, "c1")], say("Which order?")],
         context=Shop("ann"),
     )
@@ -186,20 +193,18 @@ async def test_a_visible_message_reaches_the_model_intact(logs: Logs) -> None:
 
 async def test_a_success_is_the_tools_own_output_and_its_context_is_the_apps() -> None:
     result, _ = await run(
-        guard([lookup_order], shop_dispatcher()),
+        guard(fresh([lookup_order]), shop_dispatcher()),
         [[call("lookup_order", {"order_id": 7}, "c1")], say("Shipped.")],
         context=Shop("ann"),
     )
     answer = outputs(result)["c1"]
     assert answer.output == "order 7 for ann: shipped"
-    assert answer.custom_data == {
-        "toolguard": {"return_direct": False, "is_error": False, "error_id": None}
-    }
+    assert answer.custom_data is None  # toolguard decided nothing: it adds nothing
 
 
 async def test_arguments_that_do_not_fit_get_toolguards_message_and_the_tool_never_runs() -> None:
     result, model = await run(
-        guard([lookup_order], shop_dispatcher()),
+        guard(fresh([lookup_order]), shop_dispatcher()),
         [
             [
                 call("lookup_order", {"order_id": "seven"}, "c1"),
@@ -225,7 +230,7 @@ async def test_arguments_that_do_not_fit_get_toolguards_message_and_the_tool_nev
 async def test_a_handler_that_fails_the_invocation_fails_the_run(logs: Logs) -> None:
     with pytest.raises(UserError) as raised:
         await run(
-            guard([refund], shop_dispatcher(on_error=fail)),
+            guard(fresh([refund]), shop_dispatcher(on_error=fail)),
             [[call("refund", {"order_id": 1}, "c1")], say("")],
         )
     assert isinstance(raised.value.__cause__, Exception)
@@ -249,7 +254,7 @@ async def test_agent_defaults_overrides_and_policy_files_apply_by_name(
         policy=load_policy(policy_file),
     )
     result, _ = await run(
-        guard([lookup_order, refund], dispatcher),
+        guard(fresh([lookup_order, refund]), dispatcher),
         [
             [call("lookup_order", {"order_id": 13}, "c1"), call("refund", {"order_id": 1}, "c2")],
             say("Sorry."),
@@ -290,7 +295,7 @@ async def test_timeouts_and_retries_of_the_policy_apply_around_the_sdks_invocati
         },
     )
     result, _ = await run(
-        guard([flaky, stuck], dispatcher),
+        guard(fresh([flaky, stuck]), dispatcher),
         [[call("flaky", {"n": 1}, "c1"), call("stuck", {}, "c2")], say("done")],
     )
 
@@ -305,7 +310,7 @@ async def test_timeouts_and_retries_of_the_policy_apply_around_the_sdks_invocati
 
 async def test_return_direct_ends_the_run_on_success_only() -> None:
     dispatcher = shop_dispatcher(overrides={"final_answer": ToolPolicy(return_direct=True)})
-    tools = guard([lookup_order, final_answer], dispatcher)
+    tools = guard(fresh([lookup_order, final_answer]), dispatcher)
 
     stopped, model = await run(
         tools,
@@ -330,7 +335,7 @@ async def test_return_direct_ends_the_run_on_success_only() -> None:
 
 async def test_a_breaker_opens_in_the_conversation_the_run_context_names(logs: Logs) -> None:
     dispatcher = shop_dispatcher(breaker=Breaker(failures=2, cooldown=60))
-    tools = guard([refund], dispatcher, session=lambda ctx: ctx.context.thread_id)
+    tools = guard(fresh([refund]), dispatcher, session=lambda ctx: ctx.context.thread_id)
     script: list[Step] = [
         [call("refund", {"order_id": 1}, "c1")],
         [call("refund", {"order_id": 1}, "c2")],
@@ -362,7 +367,7 @@ async def test_model_retry_budgets_count_each_model_step_once() -> None:
     )
     session = dispatcher.session()
     result, _ = await run(
-        guard([pick], dispatcher, session=session),
+        guard(fresh([pick]), dispatcher, session=session),
         [
             [call("pick", {"n": 1}, "a1"), call("pick", {"n": 2}, "a2")],  # one step
             [call("pick", {"n": 3}, "b1")],
@@ -383,7 +388,7 @@ async def test_model_retry_budgets_count_each_model_step_once() -> None:
 async def test_approvals_interrupt_and_resume_a_guarded_tool() -> None:
     gated = function_tool(lambda_refund, needs_approval=True)
     agent, model = agent_with(
-        guard([gated], shop_dispatcher()),
+        guard(fresh([gated]), shop_dispatcher()),
         [[call("refund", {"order_id": 5}, "c1")], say("Refunded.")],
     )
     first = await Runner.run(agent, "refund 5", run_config=NO_TRACING)
@@ -413,7 +418,7 @@ async def test_guardrails_and_is_enabled_are_the_sdks() -> None:
 
     hidden = function_tool(lambda_refund, is_enabled=False)
     agent, model = agent_with(
-        guard([hidden, lookup_order], shop_dispatcher()),
+        guard(fresh([hidden, lookup_order]), shop_dispatcher()),
         [[call("lookup_order", {"order_id": 7}, "c1")], say("ok")],
         input_guardrails=[no_refunds],
     )
@@ -425,20 +430,21 @@ async def test_guardrails_and_is_enabled_are_the_sdks() -> None:
         await Runner.run(agent, "refund 5", context=Shop("ann"), run_config=NO_TRACING)
 
 
-def test_guard_copies_function_tools_and_leaves_other_tools_alone() -> None:
+def test_guard_keeps_the_same_tool_objects_and_leaves_other_tools_alone() -> None:
     web = WebSearchTool()
     ours = as_function_tool(
         function_tool_free(), dispatcher=Dispatcher([function_tool_free()], external_tools=[])
     )
-    guarded = guard([lookup_order, web, ours], shop_dispatcher())
+    mine = copy.copy(lookup_order)
+    schema = dict(mine.params_json_schema)
+    guarded = guard([mine, web, ours], shop_dispatcher())
 
-    assert guarded[1] is web
-    assert guarded[2] is ours
-    assert isinstance(guarded[0], FunctionTool)
-    assert guarded[0] is not lookup_order
-    assert guarded[0].params_json_schema == lookup_order.params_json_schema
-    assert guarded[0].__wrapped__ is lookup_order.__wrapped__
-    assert guard(guarded, shop_dispatcher())[0] is guarded[0]  # guarding twice changes nothing
+    assert guarded[0] is mine and guarded[1] is web and guarded[2] is ours
+    assert mine.params_json_schema == schema
+    assert mine.__wrapped__ is lookup_order.__wrapped__
+    invoker = mine.on_invoke_tool
+    assert guard(guarded, shop_dispatcher())[0] is mine
+    assert mine.on_invoke_tool is invoker  # guarding again guards it once
 
 
 def function_tool_free() -> Any:
@@ -588,9 +594,9 @@ async def test_the_bad_input_corpus_gets_toolguards_bounded_answers_in_place(log
         text = str(item.output)
         text.encode("utf-8")
         assert len(text) <= case["max_chars"], case["id"]
-        assert item.custom_data is not None
-        decision = item.custom_data["toolguard"]
-        if decision["is_error"]:
+        decision = (item.custom_data or {}).get("toolguard")  # only where toolguard decided
+        if decision is not None:
+            assert decision["is_error"]
             assert text.startswith(f"Invalid arguments for tool '{made.name}':\n- "), case["id"]
             assert decision["error_id"] is None  # the model's mistake hides nothing
         else:

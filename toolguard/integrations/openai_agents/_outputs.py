@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 import weakref
@@ -31,9 +32,7 @@ from agents import (
 from agents.tool import ToolOutputFileContentDict, ToolOutputImageDict, ToolOutputTextDict
 from agents.tool_context import ToolContext
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._values import Image, ToolResult
-from toolguard.runner._rounds import round_stops
+from toolguard import Dispatcher, Image, ToolResult
 
 __all__ = [
     "METADATA_KEY",
@@ -199,6 +198,12 @@ def _asked_to_stop(result: FunctionToolResult) -> bool:
     return isinstance(decision, dict) and decision.get("return_direct") is True
 
 
+@functools.cache
+def _rule(mode: Literal["any", "all"]) -> Dispatcher:
+    """A tool-less dispatcher whose ``round_stops`` is the core's one rule for ``mode``."""
+    return Dispatcher([], return_direct_mode=mode)
+
+
 def stop_requested(
     tool_results: Sequence[FunctionToolResult], *, mode: Literal["any", "all"] = "any"
 ) -> FunctionToolResult | None:
@@ -210,7 +215,7 @@ def stop_requested(
     never ask.
     """
     stops = [_asked_to_stop(result) for result in tool_results]
-    if not round_stops(stops, mode):
+    if not _rule(mode).round_stops(stops):
         return None
     return next(result for result, stop in zip(tool_results, stops, strict=True) if stop)
 

@@ -1,13 +1,17 @@
 """``ToolguardCapability``: a Pydantic AI agent's tools under a dispatcher's policy, in place.
 
-Two of Pydantic AI's capability hooks:
+Two of Pydantic AI's capability hooks (public API: no private name of Pydantic AI):
 
 * ``wrap_tool_execute`` guards every tool the agent runs that toolguard does not
-  already run (plain functions, ``Tool(...)``, toolsets): a failure goes through the
-  dispatcher's handler chain (``ahandle_error``) and becomes Pydantic AI's
-  ``ModelRetry`` or ``ToolFailed``; a success passes through as the tool returned
-  it, with toolguard's ``return_direct`` decision. Tools made by
-  ``as_pydantic_ai_tool`` run as they are, in the capability's session.
+  already run (plain functions, ``Tool(...)``, toolsets) through
+  :func:`toolguard.integrations.inplace.aguard_call`, with :class:`PydanticAIAdapter`
+  for what is Pydantic AI's: a failure goes through the dispatcher's handler chain and
+  becomes Pydantic AI's ``ModelRetry`` or ``ToolFailed``; Pydantic AI's own signals
+  (``ModelRetry``, ``ToolFailed``, ``CallDeferred``, ``ApprovalRequired``, the
+  run-ending ``UnexpectedModelBehavior`` of a tool out of retries, ``UsageLimitExceeded``)
+  pass; a success passes through as the tool returned it, with toolguard's
+  ``return_direct`` decision. Tools made by ``as_pydantic_ai_tool`` run as they are,
+  in the capability's scope (conversation and step).
 * ``before_model_request`` ends the run when the last round of tool returns asks to
   stop (toolguard's ``return_direct``).
 """
@@ -15,6 +19,7 @@ Two of Pydantic AI's capability hooks:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -26,6 +31,7 @@ from pydantic_ai import (
     TextPart,
     ToolReturn,
     ToolReturnPart,
+    UnexpectedModelBehavior,
 )
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import ValidatedToolArgs, WrapToolExecuteHandler
@@ -33,22 +39,18 @@ from pydantic_ai.messages import ModelMessage, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._session import Session
-from toolguard._values import ToolCall, ToolResult
-from toolguard.integrations._pydantic_ai_tools import (
+from toolguard import Dispatcher, Scope, Session, ToolCall, ToolResult
+from toolguard.integrations.inplace import Adapter, aguard_call
+from toolguard.integrations.pydantic_ai._tools import (
     METADATA_KEY,
-    SIGNALS,
     RetryOn,
     answer,
     decision,
-    raise_for,
     scope,
     with_decision,
 )
-from toolguard.runner._rounds import round_stops
 
-__all__ = ["ToolguardCapability", "conversation_session", "stop_requested"]
+__all__ = ["PydanticAIAdapter", "ToolguardCapability", "conversation_session", "stop_requested"]
 
 
 # --- sessions -----------------------------------------------------------------------------
@@ -66,11 +68,6 @@ def conversation_session(dispatcher: Dispatcher, ctx: RunContext[Any]) -> Sessio
     return dispatcher.session(id=conversation) if conversation else None
 
 
-def _step(ctx: RunContext[Any]) -> str:
-    """The model step a call came in: the run's step (one per model response)."""
-    return f"{ctx.run_id}:{ctx.run_step}"
-
-
 def _stand_in(value: Any) -> str:
     """What the model will read of a successful value, for toolguard's success rules
     (``return_direct`` predicates, ``max_result_chars``): never a failure."""
@@ -83,6 +80,42 @@ def _stand_in(value: Any) -> str:
         return ToolReturnPart(tool_name="", content=shown).model_response_str()
     except Exception:  # noqa: BLE001 - Pydantic AI answers a value it cannot serialise
         return ""
+
+
+# --- the adapter ----------------------------------------------------------------------
+
+
+class PydanticAIAdapter(Adapter[Any]):
+    """What is Pydantic AI's own in a guarded call (``retry_on`` as the capability's)."""
+
+    def __init__(self, retry_on: RetryOn) -> None:
+        self.retry_on = retry_on
+
+    def answer(self, call: ToolCall, result: ToolResult) -> Any:
+        """Pydantic AI's outcome: ``ModelRetry``/``ToolFailed`` raised, or a return (a
+        failure that stops the run)."""
+        return answer(result, self.retry_on)
+
+    def passes(self, error: Exception) -> bool:
+        """A tool out of retries: Pydantic AI ends the run with ``UnexpectedModelBehavior``
+        ("exceeded max retries"), raised around the tool, as without the guard."""
+        return isinstance(error, UnexpectedModelBehavior)
+
+    def seen(self, outcome: Any) -> object:
+        return _stand_in(outcome)
+
+    def succeeded(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
+        if result.truncated:
+            outcome = result.content  # cut by max_result_chars
+        if result.return_direct:
+            return with_decision(outcome, decision(result))
+        return outcome
+
+
+@functools.cache
+def _rule(mode: Literal["any", "all"]) -> Dispatcher:
+    """A tool-less dispatcher whose ``round_stops`` is the core's one rule for ``mode``."""
+    return Dispatcher([], return_direct_mode=mode)
 
 
 # --- return_direct ----------------------------------------------------------------------
@@ -108,7 +141,7 @@ def stop_requested(
         return None
     returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
     stops = [_asked_to_stop(part) for part in returns]
-    if not round_stops(stops, mode):
+    if not _rule(mode).round_stops(stops):
         return None
     return next(part for part, stop in zip(returns, stops, strict=True) if stop)
 
@@ -164,6 +197,10 @@ class ToolguardCapability(AbstractCapability[Any]):
     retry_on: RetryOn = "feedback"
 
     def __post_init__(self) -> None:
+        self._adapter = PydanticAIAdapter(self.retry_on)
+        self._unscoped = (
+            self.dispatcher.scope() if isinstance(self.dispatcher, Dispatcher) else None
+        )
         if not isinstance(self.dispatcher, Dispatcher):
             raise TypeError(
                 f"ToolguardCapability takes a toolguard Dispatcher, got {self.dispatcher!r}"
@@ -172,6 +209,8 @@ class ToolguardCapability(AbstractCapability[Any]):
             raise ValueError(
                 f"retry_on={self.retry_on!r} is not allowed; use 'feedback' or 'visible'"
             )
+        self._adapter = PydanticAIAdapter(self.retry_on)
+        self._unscoped = self.dispatcher.scope()  # no conversation: the same for every call
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -194,50 +233,19 @@ class ToolguardCapability(AbstractCapability[Any]):
         handler: WrapToolExecuteHandler,
     ) -> Any:
         session = self._session_of(ctx)
+        here: Scope = (
+            self._unscoped
+            if session is None
+            else session.scope(step=f"{ctx.run_id}:{ctx.run_step}")
+        )
         if _is_adapter(tool_def):
-            token = scope.set((self.dispatcher, session) if session is not None else None)
+            token = scope.set((self.dispatcher, here))
             try:
                 return await handler(args)
             finally:
                 scope.reset(token)
-        step = _step(ctx)
         guarded = ToolCall(name=call.tool_name, arguments=call.args, id=call.tool_call_id)
-        if session is not None:
-            refused = session.admit(guarded, step=step)
-            if refused is not None:
-                return answer(refused, self.retry_on)
-        failed: ToolResult | None = None
-        try:
-            value = await handler(args)
-        except SIGNALS:
-            raise
-        except Exception as error:  # noqa: BLE001 - every failure goes to the handler chain
-            failed = await self._failed(session, guarded, error, step)
-        if failed is not None:  # raised outside the except block: no __context__ to the cause
-            return answer(failed, self.retry_on)
-        return await self._succeeded(session, guarded, value, step)
-
-    async def _failed(
-        self, session: Session | None, call: ToolCall, error: Exception, step: str
-    ) -> ToolResult:
-        if session is not None:
-            return await session.ahandle_error(call, error, step=step)
-        return await self.dispatcher.ahandle_error(call, error)
-
-    async def _succeeded(
-        self, session: Session | None, call: ToolCall, value: Any, step: str
-    ) -> Any:
-        seen = _stand_in(value)
-        if session is not None:
-            result = await session.ahandle_result(call, seen, step=step)
-        else:
-            result = await self.dispatcher.ahandle_result(call, seen)
-        raise_for(result, self.retry_on)
-        if result.content != seen:
-            value = result.content  # cut by max_result_chars
-        if result.return_direct:
-            return with_decision(value, decision(result))
-        return value
+        return await aguard_call(here, guarded, lambda: handler(args), self._adapter)
 
     # --- return_direct -----------------------------------------------------------------
 

@@ -31,13 +31,19 @@ from pydantic_ai.tools import ToolPrepareFunc
 from pydantic_core import SchemaValidator, core_schema
 from typing_extensions import Unpack
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._session import Session
-from toolguard._tool import AnyTool
-from toolguard._values import Content, Image, Output, Text, ToolCall, ToolResult
-from toolguard.errors import ToolDefinitionError, register_control_flow
-from toolguard.guard._content import TRUNCATED
-from toolguard.integrations._common import guarded
+from toolguard import (
+    BoundTool,
+    Dispatcher,
+    Image,
+    Output,
+    Scope,
+    Text,
+    Tool,
+    ToolCall,
+    ToolDefinitionError,
+    ToolResult,
+    register_control_flow,
+)
 
 __all__ = [
     "FRAMEWORK",
@@ -45,11 +51,11 @@ __all__ = [
     "PydanticAIToolOptions",
     "RetryOn",
     "SIGNALS",
-    "SessionScope",
     "answer",
     "as_pydantic_ai_tool",
     "as_pydantic_ai_tools",
     "decision",
+    "guarded",
     "passes_through",
     "raise_for",
     "scope",
@@ -84,6 +90,7 @@ a ``ToolDefinition`` (``tool_def.metadata``): ``{"adapter": True}``, marking a t
 that toolguard already runs."""
 
 RetryOn = Literal["feedback", "visible"]
+AnyTool = Tool[..., Any] | BoundTool[..., Any]
 
 # The failures that mean "call again, differently": Pydantic AI's ModelRetry.
 _RETRY_KINDS: Final[frozenset[str]] = frozenset({"feedback", "arguments"})
@@ -102,8 +109,6 @@ _ARGUMENTS: Final = SchemaValidator(
 
 # text and toolguard's own content: what the adapter sends as toolguard's content
 _AS_CONTENT: Final = (str, Output, Text, Image)
-# the note truncate() appends (its text up to the first placeholder)
-_CUT: Final = TRUNCATED.split("{", 1)[0]
 
 
 class PydanticAIToolOptions(TypedDict, total=False):
@@ -145,55 +150,13 @@ def passes_through(value: Any, result: ToolResult) -> bool:
         and all(isinstance(v, Text | Image) for v in value)
     ):
         return False
-    return not (isinstance(result.content, str) and _CUT in result.content)
-
-
-# The adapter asks the dispatcher to run the tool, which turns the value into
-# toolguard content; Pydantic AI must receive the value as it was returned. Under an
-# adapter call, the tool's function records its value here (per task: a dispatcher
-# may be shared).
-_KEPT: ContextVar[list[Any] | None] = ContextVar("toolguard_pydantic_ai_kept", default=None)
-
-
-def _keep(value: Any) -> Any:
-    kept = _KEPT.get()
-    if kept is not None:
-        kept.append(value)
-    return value
-
-
-def _keep_values(dispatcher: Dispatcher, name: str) -> None:
-    """Make ``name``'s function (as the dispatcher runs it) record its values.
-
-    The dispatcher has no public way to hand back the value a tool returned, so this
-    wraps the function in its runner entry, once; outside an adapter call the
-    wrapper changes nothing.
-    """
-    entry = dispatcher._runner.entries[name]
-    function = entry.function
-    if getattr(function, "_toolguard_keeps", False):
-        return
-    kept: Callable[..., Any]
-    if entry.is_async:
-
-        async def keeping_async(*args: Any, **kwargs: Any) -> Any:
-            return _keep(await function(*args, **kwargs))
-
-        kept = keeping_async
-    else:
-
-        def keeping(*args: Any, **kwargs: Any) -> Any:
-            return _keep(function(*args, **kwargs))
-
-        kept = keeping
-    setattr(kept, "_toolguard_keeps", True)  # noqa: B010 - a mark on a function
-    entry.function = kept
+    return not result.truncated
 
 
 # --- toolguard's answer as Pydantic AI's outcome -----------------------------------------
 
 
-def _return_value(content: Content) -> str | list[str | BinaryContent]:
+def _return_value(content: str | tuple[Text | Image, ...]) -> str | list[str | BinaryContent]:
     """toolguard's content as a tool return value: text, or text and binary images."""
     if isinstance(content, str):
         return content
@@ -261,16 +224,36 @@ def answer(result: ToolResult, retry_on: RetryOn, value: Any = _NOTHING) -> Any:
     )
 
 
-# --- the session an adapter call runs in ---------------------------------------------------
+# --- the conversation an adapter call runs in --------------------------------------------
 
-SessionScope = tuple[Dispatcher, Session]
-"""The dispatcher and session a ``ToolguardCapability`` runs the current call in."""
-
-scope: ContextVar[SessionScope | None] = ContextVar("toolguard_pydantic_ai_scope", default=None)
-"""Set by ``ToolguardCapability`` around an adapter tool's execution."""
+scope: ContextVar[tuple[Dispatcher, Scope] | None] = ContextVar(
+    "toolguard_pydantic_ai_scope", default=None
+)
+"""Set by ``ToolguardCapability`` around an adapter tool's execution: its dispatcher
+and the scope (conversation and model step) its calls run in."""
 
 
 # --- toolguard tools as Pydantic AI tools ---------------------------------------------
+
+
+def guarded(
+    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None
+) -> tuple[Dispatcher, str]:
+    """The dispatcher and tool name :func:`as_pydantic_ai_tool` serves: without a
+    dispatcher, a one-tool dispatcher under the global defaults and the tool's own
+    policy; with one, ``tool`` (or its name) must be one of its tools."""
+    if dispatcher is None:
+        if isinstance(tool, str):
+            raise TypeError("as_pydantic_ai_tool() takes a tool name only with dispatcher=...")
+        dispatcher = Dispatcher([tool])
+        return dispatcher, next(iter(dispatcher.tools))
+    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
+    if name not in dispatcher.tools:
+        raise ToolDefinitionError(
+            f"{name!r} is not one of this dispatcher's tools "
+            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
+        )
+    return dispatcher, name
 
 
 def _function(dispatcher: Dispatcher, name: str, retry_on: RetryOn) -> Callable[..., Any]:
@@ -281,34 +264,27 @@ def _function(dispatcher: Dispatcher, name: str, retry_on: RetryOn) -> Callable[
     contexts = tuple(
         p.name for p in guarded_tool.spec.arguments.framework if p.framework == FRAMEWORK
     )
+    unscoped = dispatcher.scope()
 
     async def run_tool(ctx: RunContext[Any], /, **arguments: Any) -> Any:
         sent: Any = arguments.get(_NOT_AN_OBJECT, arguments)
         call = ToolCall(name=name, arguments=sent, id=ctx.tool_call_id)
         current = scope.get()
-        runs: Dispatcher | Session = (
-            current[1] if current is not None and current[0] is dispatcher else dispatcher
+        runs = current[1] if current is not None and current[0] is dispatcher else unscoped
+        result = await runs.adispatch(
+            call,
+            context=ctx.deps,
+            offload=offload,
+            framework_values=dict.fromkeys(contexts, ctx) if contexts else None,
         )
-        kept: list[Any] = []
-        token = _KEPT.set(kept)
-        try:
-            result = await runs.adispatch(
-                call,
-                context=ctx.deps,
-                offload=offload,
-                framework_values=dict.fromkeys(contexts, ctx) if contexts else None,
-            )
-        finally:
-            _KEPT.reset(token)
-        return answer(result, retry_on, kept[-1] if kept else _NOTHING)
+        return answer(result, retry_on, result.value if not result.is_error else _NOTHING)
 
     run_tool.__qualname__ = f"toolguard[{name}].run_tool"
     return run_tool
 
 
 def _max_retries(dispatcher: Dispatcher, name: str) -> int | None:
-    setting = dispatcher.explain(name)["max_model_retries"]
-    value = getattr(setting, "value", None)
+    value = dispatcher.scope().policy(name).max_model_retries
     return value if isinstance(value, int) else None
 
 
@@ -335,7 +311,6 @@ def _pydantic_ai_tool(
         raise ValueError(f"retry_on={retry_on!r} is not allowed; use 'feedback' or 'visible'")
     guarded_tool = dispatcher.tools[name]
     _refuse_foreign_parameters(guarded_tool, name)
-    _keep_values(dispatcher, name)
     function = _function(dispatcher, name, retry_on)
     description = guarded_tool.description or None
     schema = PydanticAITool.from_schema(
@@ -405,7 +380,7 @@ def as_pydantic_ai_tool(
     that dispatcher's tools. A parameter only another framework supplies (LangChain's
     ``InjectedState``...) is refused here, with ``ToolDefinitionError``.
     """
-    dispatcher, name = guarded(tool, dispatcher, adapter="as_pydantic_ai_tool")
+    dispatcher, name = guarded(tool, dispatcher)
     return _pydantic_ai_tool(dispatcher, name, retry_on, max_retries, options)
 
 

@@ -19,11 +19,9 @@ from typing import Any, Final, TypeAlias
 
 from agents import RunContextWrapper
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._session import Session
-from toolguard._values import ToolCall
+from toolguard import Dispatcher, Scope, Session, ToolCall
 
-__all__ = ["SessionFinder", "SessionSource", "call_of", "session_for", "step_key"]
+__all__ = ["SessionFinder", "SessionSource", "call_of", "scope_for", "session_for", "step_key"]
 
 SessionFinder: TypeAlias = Callable[[RunContextWrapper[Any]], "Session | str | None"]
 """A function of the run context naming the conversation: a ``Session``, a session id
@@ -59,6 +57,17 @@ def session_for(
         f"session= returned {type(found).__name__}; it returns a toolguard Session, "
         "a session id (str) or None"
     )
+
+
+def scope_for(
+    source: SessionSource | None, dispatcher: Dispatcher, context: RunContextWrapper[Any]
+) -> Scope:
+    """The :class:`~toolguard.Scope` of one call: its conversation's model step, or the
+    dispatcher alone (no session)."""
+    session = session_for(source, dispatcher, context)
+    if session is None:
+        return dispatcher.scope()
+    return session.scope(step=step_key(context))
 
 
 def step_key(context: RunContextWrapper[Any]) -> str | None:

@@ -27,12 +27,9 @@ from agents.function_schema import function_schema
 from agents.tool import ToolCaller
 from agents.tool_context import ToolContext
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._tool import AnyTool
-from toolguard.errors import ToolDefinitionError
+from toolguard import BoundTool, Dispatcher, Tool, ToolDefinitionError
 from toolguard.formats import strict_schema
-from toolguard.integrations._common import guarded
-from toolguard.integrations._openai_agents_outputs import (
+from toolguard.integrations.openai_agents._outputs import (
     CustomDataExtractor,
     ToolOutput,
     decision_extractor,
@@ -40,13 +37,14 @@ from toolguard.integrations._openai_agents_outputs import (
     output_of,
     remember,
 )
-from toolguard.integrations._openai_agents_runs import SessionSource, call_of, session_for
+from toolguard.integrations.openai_agents._runs import SessionSource, call_of, scope_for
 
 __all__ = ["FRAMEWORK", "GUARDED", "as_function_tool", "as_function_tools"]
 
 FRAMEWORK: Final = "openai-agents"  # the name FRAMEWORK_MARKERS gives the SDK
 GUARDED: Final = "_toolguard_guarded"  # set on every FunctionTool toolguard answers
 
+AnyTool = Tool[..., Any] | BoundTool[..., Any]
 NeedsApproval = bool | Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]
 IsEnabled = bool | Callable[[RunContextWrapper[Any], AgentBase[Any]], bool | Awaitable[bool]]
 
@@ -129,6 +127,26 @@ def _check_injection(tool: AnyTool) -> tuple[str, ...]:
     return tuple(ours)
 
 
+def guarded(
+    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None
+) -> tuple[Dispatcher, str]:
+    """The dispatcher and tool name :func:`as_function_tool` serves: without a
+    dispatcher, a one-tool dispatcher under the global defaults and the tool's own
+    policy; with one, ``tool`` (or its name) must be one of its tools."""
+    if dispatcher is None:
+        if isinstance(tool, str):
+            raise TypeError("as_function_tool() takes a tool name only with dispatcher=...")
+        dispatcher = Dispatcher([tool])
+        return dispatcher, next(iter(dispatcher.tools))
+    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
+    if name not in dispatcher.tools:
+        raise ToolDefinitionError(
+            f"{name!r} is not one of this dispatcher's tools "
+            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
+        )
+    return dispatcher, name
+
+
 # --- the invocation ---------------------------------------------------------------------------
 
 
@@ -145,9 +163,7 @@ def _invoker(
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> ToolOutput:
         call = call_of(ctx, name, arguments)
         values = dict.fromkeys(sdk_parameters, ctx) if sdk_parameters else None
-        found = session_for(session, dispatcher, ctx)
-        target = dispatcher if found is None else found
-        result = await target.adispatch(
+        result = await scope_for(session, dispatcher, ctx).adispatch(
             call, context=getattr(ctx, "context", None), offload=offload, framework_values=values
         )
         output = output_of(result, native)
@@ -272,7 +288,7 @@ def as_function_tool(
     defaults and its own policy; with one, ``tool`` (or its name) must be one of that
     dispatcher's tools.
     """
-    dispatcher, name = guarded(tool, dispatcher, adapter="as_function_tool")
+    dispatcher, name = guarded(tool, dispatcher)
     return _function_tool(
         dispatcher,
         name,

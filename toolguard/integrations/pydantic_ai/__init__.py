@@ -60,12 +60,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[pydantic-ai]"'
     ) from error
 
-from toolguard.integrations._pydantic_ai_capability import (
+from toolguard.integrations.pydantic_ai._capability import (
     ToolguardCapability,
     conversation_session,
     stop_requested,
 )
-from toolguard.integrations._pydantic_ai_tools import (
+from toolguard.integrations.pydantic_ai._tools import (
     METADATA_KEY,
     PydanticAIToolOptions,
     as_pydantic_ai_tool,

@@ -66,14 +66,14 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from toolguard.errors import register_control_flow
-from toolguard.integrations._openai_agents_guard import guard
-from toolguard.integrations._openai_agents_outputs import (
+from toolguard.integrations.openai_agents._guard import guard
+from toolguard.integrations.openai_agents._outputs import (
     METADATA_KEY,
     stop_requested,
     tool_use_behavior,
 )
-from toolguard.integrations._openai_agents_runs import SessionFinder, SessionSource
-from toolguard.integrations._openai_agents_tools import as_function_tool, as_function_tools
+from toolguard.integrations.openai_agents._runs import SessionFinder, SessionSource
+from toolguard.integrations.openai_agents._tools import as_function_tool, as_function_tools
 
 __all__ = [
     "METADATA_KEY",
