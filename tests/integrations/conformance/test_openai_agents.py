@@ -16,14 +16,21 @@ and the three must give the same schema the model sees, the same injected values
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
 from agents import (
+    Agent,
     FunctionTool,
+    RunConfig,
     RunContextWrapper,
+    Runner,
+    ToolCallOutputItem,
+    ToolErrorFormatterArgs,
     ToolOutputFileContent,
     ToolOutputImage,
     ToolOutputText,
@@ -37,7 +44,18 @@ from toolguard import Dispatcher, ToolError
 from toolguard.integrations.openai_agents import as_function_tools, guard
 from toolguard.policy._precedence import BUILTIN_MESSAGE
 
-from ..test_openai_agents_support import call, outputs, run, say
+from ..test_openai_agents_support import NO_TRACING, ScriptModel, call, outputs, run, say
+from ._table import (
+    BY_NAME,
+    SCENARIOS,
+    Counter,
+    Observation,
+    Scenario,
+    answered_bad_arguments,
+    answered_hidden,
+    answered_visible,
+    conforms,
+)
 
 Way = Literal["sdk", "in_place", "adapter"]
 WAYS: tuple[Way, ...] = ("sdk", "in_place", "adapter")
@@ -226,3 +244,199 @@ async def test_the_tools_own_policy_applies_in_both_toolguard_ways(way: Way) -> 
     )
     result, _ = await run(tools, [[call("withdraw", {"amount": 1}, "c1")], say("ok")])
     assert outputs(result)["c1"].output == "The bank is closed; try tomorrow."
+
+
+# --- the conformance table, played on the SDK's own run loop ------------------------------------
+#
+# Every scenario of conformance/_table.py runs unguarded and guarded (the documented one
+# line: ``guard(tools, dispatcher)``) on the offline ScriptModel; the two runs must be equal
+# except where the scenario says toolguard answers. Then the SDK's own bugs of issue 27.
+
+NOT_APPLICABLE = {
+    "unknown_tool": "the SDK resolves a tool name before any tool's on_invoke_tool runs and "
+    "no per-tool hook sees an unknown one; its own handling stays (guarded and not)",
+}
+
+
+def _function_tools(scenario: Scenario, runs: dict[str, int]) -> tuple[list[AgentsTool], Any]:
+    """The scenario's bodies as the SDK's own ``function_tool``, counting their runs; for
+    ``state``, a hand-built FunctionTool holding a Counter on itself."""
+    if scenario.name == "state":
+        holder = FunctionTool(
+            name="bump",
+            description="Count.",
+            params_json_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            on_invoke_tool=_bump,
+        )
+        holder.counter = Counter()  # type: ignore[attr-defined]  # the tool's own state
+        return [holder], holder
+
+    def counted(body: Callable[..., Any]) -> Callable[..., Any]:
+        def run_body(*args: Any, **kwargs: Any) -> Any:
+            runs[body.__name__] = runs.get(body.__name__, 0) + 1
+            return body(*args, **kwargs)
+
+        functools.update_wrapper(run_body, body)
+        return run_body
+
+    return [function_tool(counted(body)) for body in scenario.tools], None
+
+
+async def _bump(ctx: ToolContext[Any], arguments: str) -> str:
+    tool = next(t for t in ctx.agent.tools if getattr(t, "name", "") == "bump")
+    answer: str = tool.counter.bump()
+    return answer
+
+
+async def observe(
+    tools: list[AgentsTool],
+    steps: list[Any],
+    *,
+    holder: Any = None,
+    runs: dict[str, int] | None = None,
+    run_config: RunConfig | None = None,
+) -> Observation:
+    """One run on the SDK's own loop, as an Observation."""
+    agent = Agent(name="assistant", model=ScriptModel([*steps, say("done")]), tools=tools)
+    seen = Observation(runs=runs if runs is not None else {})
+    try:
+        result = await Runner.run(agent, "go", run_config=run_config or NO_TRACING)
+    except Exception as error:
+        seen.raised = type(error).__name__
+        return seen
+    for item in result.new_items:
+        if isinstance(item, ToolCallOutputItem):
+            decided = (item.custom_data or {}).get("toolguard", {})
+            text = str(item.output)
+            seen.model_saw.append((text, text == SDK_DEFAULT or bool(decided.get("is_error"))))
+    seen.final = result.final_output
+    seen.shape = [
+        (type(item).__name__, type(getattr(item, "output", None)).__name__, item.custom_data)
+        for item in result.new_items
+        if isinstance(item, ToolCallOutputItem)
+    ]
+    if holder is not None:
+        seen.state = holder.counter.calls
+    return seen
+
+
+def _steps(scenario: Scenario) -> list[Any]:
+    return [[call(name, args, f"c{i}") for i, (name, args) in enumerate(scenario.calls)]]
+
+
+@pytest.mark.parametrize("name", [s.name for s in SCENARIOS])
+async def test_every_scenario_conforms(name: str, logs: list[dict[str, Any]]) -> None:
+    scenario = BY_NAME[name]
+    if name in NOT_APPLICABLE:
+        pytest.skip(NOT_APPLICABLE[name])
+    runs: dict[str, int] = {}
+    tools, holder = _function_tools(scenario, runs)
+    unguarded = await observe(tools, _steps(scenario), holder=holder, runs=runs)
+    logs.clear()
+    runs = {}
+    tools, holder = _function_tools(scenario, runs)
+    guarded_tools = guard(tools, Dispatcher([]))
+    assert all(a is b for a, b in zip(guarded_tools, tools, strict=True))  # in place
+    guarded = await observe(guarded_tools, _steps(scenario), holder=holder, runs=runs)
+    conforms(scenario, unguarded, guarded)
+    if name == "hidden_failure":
+        answered_hidden(guarded, logs)
+    elif name == "visible_failure":
+        answered_visible(guarded)
+    elif name == "bad_arguments":
+        answered_bad_arguments(guarded)
+
+
+# --- the SDK's own bugs of issue 27, each failing on the copy-based guard ------------------------
+
+
+async def cancelled(query: str) -> str:
+    """Cancel itself."""
+    raise asyncio.CancelledError
+
+
+def declined(amount: int) -> str:
+    """Fail with the author's own message."""
+    raise RuntimeError(f"card declined: {SECRET}")
+
+
+async def _both(
+    make: Callable[[], list[AgentsTool]], steps: list[Any], **options: Any
+) -> tuple[Observation, Observation]:
+    unguarded = await observe(make(), steps, **options)
+    guarded = await observe(guard(make(), Dispatcher([])), steps, **options)
+    return unguarded, guarded
+
+
+async def test_a_tool_that_cancels_itself_is_answered_by_the_sdk_as_unguarded() -> None:
+    unguarded, guarded = await _both(
+        lambda: [function_tool(cancelled)], [[call("cancelled", {"query": "x"}, "c1")]]
+    )
+    assert unguarded.raised is None and unguarded.model_saw
+    assert guarded.model_saw == unguarded.model_saw and guarded.raised is None
+
+
+async def test_the_tools_own_failure_error_function_is_kept() -> None:
+    def own(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        return "The card was declined; ask for another card."
+
+    unguarded, guarded = await _both(
+        lambda: [function_tool(declined, failure_error_function=own)],
+        [[call("declined", {"amount": 1}, "c1")]],
+    )
+    assert unguarded.model_saw == [("The card was declined; ask for another card.", False)]
+    assert [text for text, _ in guarded.model_saw] == [text for text, _ in unguarded.model_saw]
+
+
+async def test_the_runs_tool_error_formatter_is_kept() -> None:
+    def formatter(args: ToolErrorFormatterArgs[Any]) -> str:
+        return f"{args.tool_name} failed; the app says: try later."
+
+    config = RunConfig(tracing_disabled=True, tool_error_formatter=formatter)
+    unguarded, guarded = await _both(
+        lambda: [function_tool(declined)],
+        [[call("declined", {"amount": 1}, "c1")]],
+        run_config=config,
+    )
+    assert unguarded.model_saw[0][0] == "declined failed; the app says: try later."
+    assert [text for text, _ in guarded.model_saw] == [text for text, _ in unguarded.model_saw]
+
+
+async def test_failure_error_function_none_fails_the_run_as_unguarded() -> None:
+    unguarded, guarded = await _both(
+        lambda: [function_tool(declined, failure_error_function=None)],
+        [[call("declined", {"amount": 1}, "c1")]],
+    )
+    assert unguarded.raised is not None
+    assert guarded.raised == unguarded.raised
+
+
+def test_guard_keeps_the_tool_objects_so_identity_checks_hold() -> None:
+    tool = function_tool(declined)
+    agent = Agent(name="a", tools=guard([tool], Dispatcher([])))
+    assert agent.tools[0] is tool
+
+
+async def test_a_session_on_an_asyncio_store_is_used_on_the_async_path(redis_server: Any) -> None:
+    from toolguard.stores import RedisStore
+
+    store = RedisStore.from_url(redis_server.url, asyncio=True)
+    dispatcher = Dispatcher([])
+    session = dispatcher.session(id="agents-conformance", store=store)
+    tools = guard([function_tool(lookup_text)], dispatcher, session=session)
+    seen = await observe(tools, [[call("lookup_text", {"query": "hats"}, "c1")]])
+    assert seen.raised is None
+    assert seen.model_saw == [("found hats", False)]
+
+
+def lookup_text(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+def test_no_private_name_of_the_sdk_moved() -> None:
+    """toolguard's in-place guard reaches a few SDK-private names (see _sdk.py): a release
+    that moves one fails here, loudly, instead of the guard degrading."""
+    from toolguard.integrations.openai_agents._sdk import missing
+
+    assert missing() == []
