@@ -283,7 +283,8 @@ def _function_tools(scenario: Scenario, runs: dict[str, int]) -> tuple[list[Agen
 
 
 async def _bump(ctx: ToolContext[Any], arguments: str) -> str:
-    tool = next(t for t in ctx.agent.tools if getattr(t, "name", "") == "bump")
+    agent: Any = ctx.agent
+    tool: Any = next(t for t in agent.tools if getattr(t, "name", "") == "bump")
     answer: str = tool.counter.bump()
     return answer
 
