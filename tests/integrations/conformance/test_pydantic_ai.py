@@ -15,7 +15,8 @@ toolguard's answer (where the native tool crashes the run or says whatever it sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,14 +37,26 @@ from pydantic_ai import (
     ToolReturn,
     ToolReturnPart,
 )
-from pydantic_ai.messages import ModelRequest
+from pydantic_ai.messages import ModelRequest, RetryPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import UsageLimits
 
 import toolguard
 from toolguard import Dispatcher, RetryWithFeedback, ToolError
 from toolguard.integrations.pydantic_ai import ToolguardCapability, as_pydantic_ai_tool
 from toolguard.policy._precedence import BUILTIN_MESSAGE
+
+from ._table import (
+    BY_NAME,
+    SCENARIOS,
+    Counter,
+    Observation,
+    Scenario,
+    answered_hidden,
+    answered_visible,
+    conforms,
+)
 
 Way = Literal["native", "in_place", "adapter"]
 WAYS: tuple[Way, ...] = ("native", "in_place", "adapter")
@@ -365,3 +378,150 @@ async def test_agent_tool_and_tool_plain_accept_a_toolguard_tool() -> None:
         definitions[kind] = [shown(d) for d in script.definitions]
         assert returned(result)[0].content == "ann: 3 results for hats"
     assert definitions["toolguard"] == definitions["plain"]
+
+
+# --- the conformance table, played on Pydantic AI's own run loop ---------------------------------
+#
+# Every scenario of conformance/_table.py runs unguarded and guarded (the documented one
+# line: ``capabilities=[ToolguardCapability(dispatcher)]``) on FunctionModel; the runs must
+# be equal except where the scenario says toolguard answers. Then Pydantic AI's bugs of
+# issue 27.
+
+NOT_APPLICABLE = {
+    "bad_arguments": "Pydantic AI validates a tool's arguments before wrap_tool_execute and "
+    "answers them with its own ModelRetry (guarded and not)",
+    "unknown_tool": "Pydantic AI resolves a tool name before any tool hook runs and answers "
+    "an unknown one with its own ModelRetry (guarded and not)",
+}
+
+
+def _scripted(calls: Sequence[tuple[str, dict[str, Any]]], *, again: bool = False) -> FunctionModel:
+    """A model that sends ``calls`` in its first response (every response, ``again``),
+    then says "done"."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if again or len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart(tool_name=name, args=args, tool_call_id=f"c{i}-{len(messages)}")
+                    for i, (name, args) in enumerate(calls)
+                ]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(respond)
+
+
+def _tools(scenario: Scenario, runs: dict[str, int], counter: Counter) -> list[Tool[Any]]:
+    if scenario.name == "state":
+
+        def bump() -> str:
+            """Count."""
+            return counter.bump()
+
+        return [Tool(bump)]
+
+    def counted(body: Callable[..., Any]) -> Callable[..., Any]:
+        def run_body(*args: Any, **kwargs: Any) -> Any:
+            runs[body.__name__] = runs.get(body.__name__, 0) + 1
+            return body(*args, **kwargs)
+
+        functools.update_wrapper(run_body, body)
+        return run_body
+
+    return [Tool(counted(body)) for body in scenario.tools]
+
+
+async def observe_run(
+    tools: list[Tool[Any]],
+    model: FunctionModel,
+    capabilities: list[Any],
+    **options: Any,
+) -> Observation:
+    seen = Observation()
+    agent = Agent(model, tools=tools, capabilities=capabilities)
+    try:
+        result = await agent.run("go", **options)
+    except Exception as error:
+        seen.raised = type(error).__name__
+        return seen
+    shape: list[tuple[str, Any, Any]] = []
+    for message in result.all_messages():
+        for part in getattr(message, "parts", []):
+            if isinstance(part, ToolReturnPart):
+                seen.model_saw.append(
+                    (part.model_response_str(wrap_if_error=False), part.outcome == "failed")
+                )
+                shape.append((type(part).__name__, part.outcome, part.metadata))
+            elif isinstance(part, RetryPromptPart):
+                seen.model_saw.append((str(part.content), True))
+                shape.append((type(part).__name__, None, None))
+    seen.shape = shape
+    seen.final = result.output
+    return seen
+
+
+@pytest.mark.parametrize("name", [s.name for s in SCENARIOS])
+async def test_every_scenario_conforms(name: str, logs: list[dict[str, Any]]) -> None:
+    scenario = BY_NAME[name]
+    if name in NOT_APPLICABLE:
+        pytest.skip(NOT_APPLICABLE[name])
+    observed = []
+    for capabilities in ([], [ToolguardCapability(Dispatcher([]))]):
+        logs.clear()
+        runs: dict[str, int] = {}
+        counter = Counter()
+        tools = _tools(scenario, runs, counter)
+        seen = await observe_run(tools, _scripted(scenario.calls), capabilities)
+        seen.runs, seen.state = runs, counter.calls
+        observed.append(seen)
+    unguarded, guarded = observed
+    conforms(scenario, unguarded, guarded)
+    if name == "hidden_failure":
+        answered_hidden(guarded, logs)
+    elif name == "visible_failure":
+        answered_visible(guarded)
+
+
+# --- Pydantic AI's bugs of issue 27, each failing on the guard before the port ----------------
+
+
+def always_retry(query: str) -> str:
+    """Ask the model to try again, every time."""
+    raise ModelRetry("Try a different query.")
+
+
+async def test_a_tool_out_of_retries_ends_the_run_as_unguarded() -> None:
+    """Pydantic AI ends the run when a tool has used up its retries; toolguard answered
+    that error before, and the model kept calling until the request limit."""
+    observed = []
+    for capabilities in ([], [ToolguardCapability(Dispatcher([]))]):
+        seen = await observe_run(
+            [Tool(always_retry, max_retries=1)],
+            _scripted([("always_retry", {"query": "x"})], again=True),
+            capabilities,
+            usage_limits=UsageLimits(request_limit=8),
+        )
+        observed.append(seen)
+    unguarded, guarded = observed
+    assert unguarded.raised == "UnexpectedModelBehavior"
+    assert guarded.raised == unguarded.raised
+
+
+async def test_the_capability_uses_the_async_session_api(redis_server: Any) -> None:
+    from toolguard.stores import RedisStore
+
+    store = RedisStore.from_url(redis_server.url, asyncio=True)
+    dispatcher = Dispatcher([])
+    session = dispatcher.session(id="pydantic-ai-conformance", store=store)
+    capability = ToolguardCapability(dispatcher, session=lambda ctx: session)
+    seen = await observe_run(
+        [Tool(lookup_text)], _scripted([("lookup_text", {"query": "hats"})]), [capability]
+    )
+    assert seen.raised is None
+    assert seen.model_saw == [("found hats", False)]
+
+
+def lookup_text(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
