@@ -437,11 +437,11 @@ def _private_uses(module: str, source: str, imports: set[str], core_private: set
     """What ``module`` reaches of the core that is not public: a private module of the
     core (``imports``), or a core private attribute of another object than
     ``self``/``cls`` (in ``source``)."""
-    own = module.rpartition(".")[0] + "._"  # its own package's private modules are its own
     found = [
         target
         for target in sorted(imports)
-        if not target.startswith((own, f"{module}._"))  # a package's __init__: its own too
+        # the integrations' own modules (what they share, each framework's) are theirs
+        if not target.startswith("toolguard.integrations.")
         and (
             _unit(target) not in _PUBLIC_UNITS
             or any(part.startswith("_") for part in target.split(".")[1:])

@@ -318,11 +318,16 @@ class Dispatcher:
         ``session.scope(step=...)``."""
         return Scope(self._runner)
 
-    def round_stops(self, stops: Sequence[bool]) -> bool:
+    def round_stops(
+        self, stops: Sequence[bool], *, mode: ReturnDirectMode | None = None
+    ) -> bool:
         """Whether a round whose calls asked to stop (``stops``, one per call, in call
-        order) ends the agent loop, under this agent's ``return_direct_mode``: for an
-        integration whose framework assembles the round."""
-        return round_stops(stops, self.return_direct_mode)
+        order) ends the agent loop, under ``mode`` (``"any"`` or ``"all"``; by default
+        this agent's ``return_direct_mode``): for an integration whose framework
+        assembles the round."""
+        if mode is not None and mode not in ("any", "all"):
+            raise InvalidOption(f"round_stops(mode={mode!r}): allowed: 'any', 'all'")
+        return round_stops(stops, self.return_direct_mode if mode is None else mode)
 
     def handle_result(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None

@@ -335,3 +335,14 @@ def test_a_handler_that_fails_the_invocation_raises_out_of_the_pipeline() -> Non
     with pytest.raises(ToolCallFailed) as raised:
         guard_call(scope, CALL, raising(RuntimeError(SECRET)), ADAPTER)
     assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+def test_round_stops_is_the_cores_one_rule_in_either_mode() -> None:
+    from toolguard import InvalidOption
+
+    agent = Dispatcher([])  # "any" by default
+    assert agent.round_stops([False, True]) and not agent.round_stops([])
+    assert not agent.round_stops([False, True], mode="all")
+    assert agent.round_stops([True, True], mode="all")
+    with pytest.raises(InvalidOption):
+        agent.round_stops([True], mode="most")  # type: ignore[arg-type]
