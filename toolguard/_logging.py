@@ -118,15 +118,17 @@ def new_error_id() -> str:
     return f"{_ids.getrandbits(32):08x}"
 
 
-def redact(value: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
+def redact(
+    value: Any, keys: tuple[str, ...], limit: int | None = None, secrets: Secrets | None = None
+) -> Any:
     """Mask the values of mapping keys that contain any of ``keys``, compared after
     :func:`normalised` (so case and separators do not matter); text is made valid
     UTF-8; at most ``limit`` characters of text are kept (``None``: all), marked where
-    cut."""
+    cut. The masked values are remembered in ``secrets``, when given."""
     pattern = _redaction(keys)
     if type(value) is dict and not _needs_work(value, pattern, limit):
         return dict(value)  # the common case: flat, short, nothing secret-looking
-    return _Walk(pattern, limit).value(value, 0)
+    return _Walk(pattern, limit, secrets=secrets).value(value, 0)
 
 
 _SCALARS: Final = (str, int, float, bool, type(None))
@@ -159,21 +161,82 @@ def _needs_work(value: dict[Any, Any], pattern: re.Pattern[str] | None, limit: i
     return False
 
 
+class Secrets:
+    """What a call's arguments held under keys toolguard redacts, gathered while their
+    logged copy is made, so that the logged traceback's frame locals can be masked too
+    (``toolguard.guard._locals``).
+
+    ``texts`` and ``numbers`` are the values found under such keys; ``found`` says a
+    redacted key was seen, ``unsearched`` that some of the arguments were not looked at
+    (cut from the event, or not parsed): then a secret may be there all the same.
+    """
+
+    __slots__ = ("found", "numbers", "pattern", "texts", "unsearched")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.pattern = _redaction(keys)
+        self.texts: set[str] = set()
+        self.numbers: set[int | float] = set()
+        self.found = False
+        self.unsearched = False
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a traceback's locals may hold a secret of these arguments."""
+        return self.pattern is not None and (self.found or self.unsearched)
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether a value under ``key`` (or a local, an attribute so named) is redacted."""
+        return self.pattern is not None and _is_secret(self.pattern, key)
+
+    def add(self, value: Any) -> None:
+        """Remember the text and numbers in ``value``, a value under a redacted key."""
+        self.found = True
+        stack = [(value, 0)]
+        while stack:
+            item, depth = stack.pop()
+            kind = type(item)
+            if kind is str:
+                if item:
+                    self.texts.add(item)
+            elif kind is int or kind is float:
+                if kind is float or item.bit_length() <= _SECRET_BITS:
+                    self.numbers.add(item)
+                    self.texts.add(repr(item))
+            elif depth < _SECRET_DEPTH and (kind is dict or kind is list or kind is tuple):
+                parts = item.values() if kind is dict else item
+                stack.extend((part, depth + 1) for part in parts)
+            elif depth >= _SECRET_DEPTH:
+                self.unsearched = True
+
+
+_SECRET_BITS: Final = 64
+_SECRET_DEPTH: Final = 200
+
+
 class _Walk:
     """One bounded, redacting copy of a value: ``left`` characters of text remain."""
 
-    __slots__ = ("left", "marked", "partial", "pattern")
+    __slots__ = ("left", "marked", "partial", "pattern", "secrets")
 
     def __init__(
-        self, pattern: re.Pattern[str] | None, limit: int | None, *, partial: bool = False
+        self,
+        pattern: re.Pattern[str] | None,
+        limit: int | None,
+        *,
+        partial: bool = False,
+        secrets: Secrets | None = None,
     ) -> None:
         self.pattern = pattern
         self.left = limit if limit is not None else -1  # -1: no limit
         self.partial = partial  # a prefix's parse: what follows a cut is not counted
         self.marked = False  # a cut was marked
+        self.secrets = secrets  # where the values under redacted keys are remembered
 
     def value(self, value: Any, depth: int) -> Any:
         if depth > _MAX_DEPTH:
+            if self.secrets is not None:
+                self.secrets.unsearched = True
             return "[too deep]"
         kind = type(value)
         if kind is str:
@@ -215,6 +278,8 @@ class _Walk:
 
     def more(self, count: int) -> str:
         self.marked = True
+        if self.secrets is not None:
+            self.secrets.unsearched = True
         return _MORE_PARTIAL if self.partial else _MORE.format(count=count)
 
     def mapping(self, value: Mapping[Any, Any], depth: int) -> dict[Any, Any]:
@@ -227,6 +292,8 @@ class _Walk:
             shown_key = self.text(key) if isinstance(key, str) else key
             if self.pattern is not None and isinstance(key, str) and _is_secret(self.pattern, key):
                 out[shown_key] = REDACTED
+                if self.secrets is not None:
+                    self.secrets.add(item)
             else:
                 out[shown_key] = self.value(item, depth + 1)
         return out
@@ -242,31 +309,44 @@ class _Walk:
         return out
 
 
-def arguments_for_log(arguments: Any, keys: tuple[str, ...], limit: int | None = None) -> Any:
+def arguments_for_log(
+    arguments: Any,
+    keys: tuple[str, ...],
+    limit: int | None = None,
+    secrets: Secrets | None = None,
+) -> Any:
     """What of the model's arguments may appear in a log event: redacted, bounded.
 
     Parsed arguments pass through :func:`redact`; a JSON string is parsed by
     pydantic-core, and when the event is bounded, only the prefix it could show: at
     most ``6 * limit`` characters, so a megabyte of arguments is not parsed twice. A
     raw string that could not be parsed cannot be redacted, so only its length is
-    logged.
+    logged. ``secrets``, when given, learns what was redacted and what was not looked at.
     """
     if arguments is None or isinstance(arguments, Mapping):
-        return redact(arguments, keys, limit) if arguments else {}
+        return redact(arguments, keys, limit, secrets) if arguments else {}
     if isinstance(arguments, str):
         if not arguments or arguments.isspace():
             return {}
         if limit is not None and len(arguments) > _PREFIX_FACTOR * limit:
-            return _prefix_for_log(arguments, keys, limit)
+            if secrets is not None:  # the rest is not parsed again
+                secrets.unsearched = True
+            return _prefix_for_log(arguments, keys, limit, secrets)
         try:
             parsed = pydantic_core.from_json(arguments)
         except ValueError:
+            if secrets is not None:  # what the tool's own parse made of it is unknown
+                secrets.unsearched = True
             return _unparsed(arguments)
-        return redact(parsed, keys, limit)
+        return redact(parsed, keys, limit, secrets)
+    if secrets is not None:
+        secrets.unsearched = True
     return f"[{type(arguments).__name__}]"
 
 
-def _prefix_for_log(arguments: str, keys: tuple[str, ...], limit: int) -> Any:
+def _prefix_for_log(
+    arguments: str, keys: tuple[str, ...], limit: int, secrets: Secrets | None = None
+) -> Any:
     """:func:`redact` of what the first ``6 * limit`` characters of JSON parse to.
 
     The prefix's last value may be cut short, and what follows it is not counted:
@@ -279,7 +359,7 @@ def _prefix_for_log(arguments: str, keys: tuple[str, ...], limit: int) -> Any:
         )
     except ValueError:
         return _unparsed(arguments)
-    walk = _Walk(_redaction(keys), limit, partial=True)
+    walk = _Walk(_redaction(keys), limit, partial=True, secrets=secrets)
     shown = walk.value(parsed, 0)
     if walk.marked:
         return shown

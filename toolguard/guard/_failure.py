@@ -21,6 +21,7 @@ from toolguard._logging import (
     EVENT_FAILED,
     EVENT_HANDLER_RAISED,
     EVENT_HIDDEN,
+    Secrets,
     arguments_for_log,
     emit,
     model_message,
@@ -39,6 +40,7 @@ from toolguard.errors import (
     UnknownTool,
 )
 from toolguard.guard._content import ERROR_LIMIT, sendable
+from toolguard.guard._locals import mask_locals
 from toolguard.policy._handlers import Handler, HandlerContext, fail
 from toolguard.policy._precedence import Resolved, Setting
 from toolguard.policy._values import NEVER
@@ -128,6 +130,7 @@ class Failure:
         """The event's fields, built once and handed to the logger as they are."""
         if self.resolved.log_frames == "tool":
             _from_the_tool(self.error)
+        secrets = Secrets(self.resolved.redact)
         fields = {
             "error_id": error_id,
             "tool": self.name,
@@ -136,10 +139,15 @@ class Failure:
             "handler": handler.name,
             "error_type": type(self.error).__name__,
             "arguments": arguments_for_log(
-                self.call.arguments, self.resolved.redact, self.resolved.max_logged_arguments
+                self.call.arguments,
+                self.resolved.redact,
+                self.resolved.max_logged_arguments,
+                secrets,
             ),
             "exc_info": self.error,
         }
+        if secrets.wanted:  # what `arguments` hides, the traceback's locals hide too
+            mask_locals(self.error, secrets)
         if self.attempts > 1:
             fields["attempts"] = self.attempts
         if self.traced is not None:  # a log line and its trace find each other
