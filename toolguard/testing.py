@@ -171,9 +171,14 @@ def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
 
 
 def _find(
-    value: Any, variants: tuple[str, ...], path: str, depth: int, seen: set[int]
+    value: Any, variants: tuple[str, ...], path: str, depth: int, seen: dict[int, Any]
 ) -> tuple[str, str, str] | None:
-    """``(path, text, variant)`` of the first string holding the secret, or ``None``."""
+    """``(path, text, variant)`` of the first string holding the secret, or ``None``.
+
+    ``seen`` maps the id of each object searched to the object, which keeps it alive: a
+    temporary (a pydantic model's dump) freed during the search could give its address
+    to the next one, which would then look searched already.
+    """
     if isinstance(value, bytes | bytearray):
         value = bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, str):
@@ -187,7 +192,7 @@ def _find(
         return _find(str(value), variants, path, depth, seen)
     if id(value) in seen or depth > _MAX_DEPTH:
         return None
-    seen.add(id(value))
+    seen[id(value)] = value
     children = _children(value)
     if children is None:
         return _find(repr(value), variants, f"repr({path or 'value'})", depth + 1, seen)
@@ -210,7 +215,7 @@ def assert_not_leaked(value: Any, secret: str) -> None:
     """
     if not isinstance(secret, str) or not secret:
         raise ValueError("assert_not_leaked() needs a non-empty secret string")
-    found = _find(value, _variants(secret), "", 0, set())
+    found = _find(value, _variants(secret), "", 0, {})
     if found is None:
         return
     path, text, variant = found

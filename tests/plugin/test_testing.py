@@ -129,6 +129,20 @@ def test_assert_not_leaked_finds_the_secret_wherever_it_would_be_sent(value: Any
     assert SECRET not in str(caught.value)  # the failure message masks it
 
 
+@pytest.mark.parametrize("position", [1, 2, 4])
+def test_assert_not_leaked_looks_inside_every_object_of_a_list_or_dict(position: int) -> None:
+    """Each pydantic object is dumped to a temporary dict; a dump freed before the next is
+    made may get the same address, which must not make the next object look seen."""
+    replies = [Reply(content=f"reply {index}") for index in range(5)]
+    replies[position] = Reply(content=f"reply with {SECRET}")
+    with pytest.raises(AssertionError, match=rf"at \[{position}\]"):
+        assert_not_leaked(replies, SECRET)
+    with pytest.raises(AssertionError, match=rf"at \['r{position}'\]"):
+        assert_not_leaked({f"r{index}": reply for index, reply in enumerate(replies)}, SECRET)
+    with pytest.raises(AssertionError, match="the secret leaked"):
+        assert_not_leaked(tuple(replies), SECRET)
+
+
 def test_assert_not_leaked_finds_a_json_escaped_secret() -> None:
     secret = 'p"ss\\wörd'
     message = {"content": json.dumps({"error": f"bad {secret}"})}
