@@ -105,6 +105,41 @@ def test_check_reports_unreadable_and_invalid_files(
     )
 
 
+@pytest.mark.parametrize(
+    ("url", "where"),
+    [
+        ("redis://cache:6379/0?password=hunter2", "its query parameter 'password'"),
+        ("rediss://cache:6380/0?ssl_password=hunter2", "its query parameter 'ssl_password'"),
+        ("redis://:hunter2@cache:6379/0", "in its user info"),
+        ("unix:///run/redis.sock?db=0&Password=hunter2", "its query parameter 'Password'"),
+    ],
+)
+def test_check_refuses_a_store_url_holding_a_password_anywhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, url: str, where: str
+) -> None:
+    """redis-py passes every query parameter to the connection: ``?password=`` is one.
+    Refused, explain (which prints the store) never gets to show it."""
+    policy = tmp_path / "agent.toml"
+    policy.write_text(f'version = 1\n[agent]\nstore = "{url}"\n', encoding="utf-8")
+    code, out, _ = _run(capsys, "check", str(policy))
+    assert code == 1
+    assert f"{policy}:3: agent.store: store: a URL with a password ({where})" in out
+    assert "hunter2" not in out
+    code, out, _ = _run(capsys, "explain", "tests.test_cli:AGENT", "--policy", str(policy))
+    assert code == 1 and "hunter2" not in out
+
+
+def test_check_accepts_a_store_url_without_a_password(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "agent.toml"
+    policy.write_text(
+        'version = 1\n[agent]\nstore = "rediss://cache:6380/0?socket_timeout=2"\n',
+        encoding="utf-8",
+    )
+    assert _run(capsys, "check", str(policy))[0] == 0
+
+
 def test_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "check")
     assert (code, out) == (2, "")

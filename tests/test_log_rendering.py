@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 
 from tests._hypothesis import PROFILE
 from toolguard import Dispatcher, ToolCall, ToolCallFailed, tool
-from toolguard._logging import REDACTED, Secrets, normalised, redact
+from toolguard._logging import REDACTED, Secrets, redact
+from toolguard._text import normalised
 from toolguard.guard import _locals
 from toolguard.guard._locals import mask_locals
 from toolguard.handlers import fail

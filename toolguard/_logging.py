@@ -50,7 +50,7 @@ import pydantic_core
 import structlog
 
 from toolguard._marks import read_marker
-from toolguard._text import utf8
+from toolguard._text import normalised, utf8
 
 EVENT_HIDDEN = "tool_error_hidden"
 EVENT_FAILED = "tool_call_failed"
@@ -75,15 +75,6 @@ def _redaction(keys: tuple[str, ...]) -> re.Pattern[str] | None:
     """One pattern for the normalised keys (see :func:`normalised`)."""
     words = sorted({normalised(k) for k in keys} - {""})
     return re.compile("|".join(map(re.escape, words))) if words else None
-
-
-_SEPARATORS: Final = re.compile(r"[^0-9a-z]+")
-
-
-def normalised(key: str) -> str:
-    """A key as redaction compares it: lower case, separators gone (``X-Api-Key``,
-    ``api_key``, ``apiKey`` and ``API KEY`` are all ``apikey``)."""
-    return _SEPARATORS.sub("", key.lower())
 
 
 def _is_secret(pattern: re.Pattern[str], key: str) -> bool:

@@ -6,6 +6,7 @@
   type. The common case (a short, printable name) is returned as it is.
 * :func:`excerpt` is the short rendering of an argument value in a validation
   message, bounded at any size or depth.
+* :func:`normalised` is a key as redaction compares it (``X-Api-Key`` is ``apikey``).
 * :func:`utf8` makes text encodable as UTF-8: a lone surrogate (what
   ``os.listdir`` gives for a file name that is not UTF-8, or JSON's ``"\\ud800"``)
   becomes U+FFFD, so no writer of the result, the log or a protocol stream fails
@@ -26,6 +27,7 @@ __all__ = [
     "TOOL_NAME_RULE",
     "bounded",
     "excerpt",
+    "normalised",
     "shown",
     "utf8",
 ]
@@ -86,3 +88,12 @@ def bounded(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}...(+{len(text) - limit} characters)"
+
+
+_SEPARATORS: Final = re.compile(r"[^0-9a-z]+")
+
+
+def normalised(key: str) -> str:
+    """A key as redaction compares it: lower case, separators gone (``X-Api-Key``,
+    ``api_key``, ``apiKey`` and ``API KEY`` are all ``apikey``)."""
+    return _SEPARATORS.sub("", key.lower())

@@ -12,9 +12,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from toolguard._text import normalised
 from toolguard.errors import InvalidOption
 from toolguard.policy._options import named_options, refused
-from toolguard.policy._values import UNSET, ToolPolicy, Unset
+from toolguard.policy._values import DEFAULT_REDACT, UNSET, ToolPolicy, Unset
 
 __all__ = [
     "AGENT_DEFAULTS",
@@ -63,11 +64,31 @@ def _check_store(instance: Any, attribute: Any, value: Any) -> None:
             "('redis://host:6379/0', 'rediss://...', 'unix://...'), or 'env:NAME' (the URL "
             "is in that environment variable)"
         )
-    if urllib.parse.urlsplit(value).password:
+    where = _credential_in(value)
+    if where is not None:
         raise InvalidOption(
-            "store: a URL with a password does not belong in a policy (explain shows it); "
-            "use 'env:NAME', naming an environment variable that holds the URL"
+            f"store: a URL with a password ({where}) does not belong in a policy (explain "
+            "shows it); use 'env:NAME', naming an environment variable that holds the URL"
         )
+
+
+_SECRET_WORDS: Final = tuple(sorted({normalised(key) for key in DEFAULT_REDACT}))
+
+
+def _credential_in(url: str) -> str | None:
+    """Where ``url`` holds a credential: its userinfo's password, or a query parameter
+    named like a secret (redis-py passes every query parameter to the connection, so
+    ``?password=`` and ``?ssl_password=`` are passwords too); ``None`` when nowhere."""
+    split = urllib.parse.urlsplit(url)
+    try:
+        if split.password:
+            return "in its user info"
+    except ValueError:  # a malformed port or netloc: the query is still checked
+        pass
+    for name, _ in urllib.parse.parse_qsl(split.query, keep_blank_values=True):
+        if any(word in normalised(name) for word in _SECRET_WORDS):
+            return f"its query parameter {name[:40]!r}"
+    return None
 
 
 def check_store(value: str) -> None:
