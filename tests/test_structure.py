@@ -149,7 +149,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "_scope",
     },
     "_scripted": {"_values"},
-    "testing": {*_CORE_VALUES, "_scripted"},
+    "testing": {*_CORE_VALUES, "_logging", "_scripted"},
 }
 # The top: they may import any unit of the core above (never each other's privates).
 _TOP = ("", "cli", "pytest_plugin", "_demo", "_targets", "formats", "integrations")

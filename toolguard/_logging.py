@@ -43,7 +43,7 @@ import logging
 import os
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import pydantic_core
@@ -66,8 +66,26 @@ _LOGGER: Any = structlog.get_logger("toolguard")
 
 
 def logger() -> Any:
-    """The toolguard logger: a lazy proxy, so the app's current config always applies."""
+    """The toolguard logger: a lazy proxy, so the app's current config always applies
+    (unless the app's ``cache_logger_on_first_use=True`` froze it: see :func:`renewed`)."""
     return _LOGGER
+
+
+@contextlib.contextmanager
+def renewed() -> Iterator[None]:
+    """toolguard's logger made anew for the block, then the application's again.
+
+    With ``cache_logger_on_first_use=True`` (structlog's production advice) the proxy
+    keeps the pipeline of its first use for good, so a later ``structlog.configure()``
+    (``toolguard.testing.capture_events``) would never see toolguard's events.
+    """
+    global _LOGGER
+    previous = _LOGGER
+    _LOGGER = structlog.get_logger("toolguard")
+    try:
+        yield
+    finally:
+        _LOGGER = previous
 
 
 @functools.lru_cache(maxsize=64)

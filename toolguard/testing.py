@@ -28,6 +28,7 @@ from typing import Any, Final, NoReturn
 import attrs
 import structlog
 
+from toolguard._logging import renewed
 from toolguard._scripted import ScriptedModel, anthropic_response, openai_response
 from toolguard._values import Round, ToolResult
 from toolguard.errors import ToolCallFailed
@@ -72,8 +73,9 @@ def capture_events() -> Iterator[list[dict[str, Any]]]:
     the block runs, every structlog event is dropped, as with ``capture_logs()``.
     structlog's previous configuration is restored afterwards.
 
-    Like ``capture_logs()``, it cannot see loggers the application cached with
-    ``cache_logger_on_first_use=True`` before the block.
+    toolguard's own logger is captured even when the application configured structlog
+    with ``cache_logger_on_first_use=True`` and toolguard logged before the block (which
+    ``capture_logs()`` misses); other loggers the application cached are not seen.
     """
     events: list[dict[str, Any]] = []
 
@@ -90,9 +92,18 @@ def capture_events() -> Iterator[list[dict[str, Any]]]:
         cache_logger_on_first_use=False,
     )
     try:
-        yield events
+        with renewed():  # a logger cached under the application's pipeline is not used
+            yield events
     finally:
         structlog.configure(**previous)
+
+
+_NOTHING_CAPTURED: Final = (
+    ". No toolguard event was captured at all: collect them with "
+    "toolguard.testing.capture_events() or the toolguard_events fixture "
+    "(structlog.testing.capture_logs() misses a logger that structlog's "
+    "cache_logger_on_first_use=True froze before the block)"
+)
 
 
 def assert_logged_once(
@@ -118,9 +129,10 @@ def assert_logged_once(
     matching = [event for event in seen if event.get("error_id") == error_id]
     if len(matching) != 1:
         names = [event.get("event") for event in matching]
+        hint = "" if seen else _NOTHING_CAPTURED
         raise AssertionError(
             f"error id {error_id} was logged {len(matching)} times {names} "
-            f"(expected once); events: {[event.get('event') for event in seen]}"
+            f"(expected once); events: {[event.get('event') for event in seen]}{hint}"
         )
     return matching[0]
 

@@ -66,6 +66,46 @@ def test_toolguard_events_captures_the_hidden_failure(pytester: pytest.Pytester)
     result.assert_outcomes(passed=2)
 
 
+def test_toolguard_events_sees_a_logger_the_application_cached_before_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """structlog's production set-up caches a logger on its first use: toolguard's own,
+    once it logged in an earlier test, kept the application's pipeline and the fixture
+    saw nothing ("logged 0 times", only when run after another test). Run in a process
+    of its own: the cache would otherwise stay in this one."""
+    pytester.makeconftest(
+        """
+        import structlog
+
+        def pytest_configure(config):
+            structlog.configure(
+                processors=[structlog.processors.JSONRenderer()],
+                cache_logger_on_first_use=True,
+            )
+        """
+    )
+    pytester.makepyfile(
+        """
+        from toolguard import Dispatcher, ToolCall, tool
+        from toolguard.testing import assert_logged_once
+
+        @tool
+        def lookup(order: int) -> str:
+            raise ConnectionError("down")
+
+        AGENT = Dispatcher([lookup])
+
+        def test_first_logs_outside_any_capture():
+            AGENT.dispatch(ToolCall(name="lookup", arguments={"order": 1}))
+
+        def test_then_the_fixture_captures(toolguard_events):
+            result = AGENT.dispatch(ToolCall(name="lookup", arguments={"order": 2}))
+            assert_logged_once(toolguard_events, result)
+        """
+    )
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=2)
+
+
 def test_toolguard_defaults_resets_configure_around_each_test(
     pytester: pytest.Pytester,
 ) -> None:

@@ -92,6 +92,13 @@ def test_assert_logged_once_fails_for_none_twice_or_a_result_that_hid_nothing() 
         assert_logged_once([event], "")
 
 
+def test_assert_logged_once_on_no_events_at_all_says_how_events_are_captured() -> None:
+    with pytest.raises(AssertionError, match="No toolguard event was captured") as caught:
+        assert_logged_once([], "abc")
+    assert "capture_events()" in str(caught.value)
+    assert "cache_logger_on_first_use" in str(caught.value)
+
+
 # --- assert_not_leaked --------------------------------------------------------------------
 
 
