@@ -412,6 +412,56 @@ def test_a_group_holding_keyboard_interrupt_stops_a_sync_round_at_once() -> None
     agent.close(wait=False)
 
 
+def _nested_group(depth: int, leaf: BaseException) -> BaseException:
+    error = leaf
+    for level in range(depth):
+        error = BaseExceptionGroup(f"level {level}", [error])
+    return error
+
+
+@pytest.mark.parametrize("depth", [1_000, 5_000])
+async def test_a_deeply_nested_exception_group_is_answered_on_every_path(
+    depth: int, logs: list[dict[str, Any]]
+) -> None:
+    """A recursive TaskGroup nests its groups as deep as it recursed: looking for control
+    flow or an interrupt inside must not recurse (it raised RecursionError out of the
+    call, and the round lost its other results)."""
+
+    @tool
+    def deep() -> str:
+        """Fails with a deep group."""
+        raise _nested_group(depth, ValueError(SECRET))
+
+    @tool
+    def fine() -> str:
+        """Works."""
+        return "fine"
+
+    with Dispatcher([deep, fine]) as agent:
+        single = agent.dispatch(ToolCall(name="deep"))
+        calls = [ToolCall(name="deep", id="d"), ToolCall(name="fine", id="f")]
+        round_ = agent.run(calls)
+        async_round = await agent.arun(calls)
+    assert single.is_error and single.error_kind == "hidden"
+    for answered in (round_, async_round):
+        assert [r.content for r in answered.results][1] == "fine"
+        assert answered.results[0].is_error
+        assert SECRET not in everything_sent(answered.results[0])
+    assert len(hidden_events(logs)) == 3
+
+
+async def test_control_flow_deep_inside_a_group_is_still_control_flow() -> None:
+    @tool
+    def deep() -> str:
+        """Hands off from deep inside."""
+        raise _nested_group(2_000, Handoff("to billing"))
+
+    with pytest.raises(BaseExceptionGroup):
+        Dispatcher([deep]).dispatch(ToolCall(name="deep"))
+    with pytest.raises(BaseExceptionGroup):
+        await Dispatcher([deep]).arun([ToolCall(name="deep")])
+
+
 # --- wedges: timeouts ---------------------------------------------------------------------------
 
 

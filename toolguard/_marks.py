@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Literal, NamedTuple
 
 __all__ = [
@@ -71,13 +71,36 @@ def is_control_flow(error: BaseException) -> bool:
     and an exception group holding any of those (at any depth: an ``asyncio.TaskGroup``
     wraps what its tasks raised) all pass through as raised.
     """
+    if not isinstance(error, BaseExceptionGroup):
+        return _signal(error)
+    return any(_signal(member) for member in _members(error))
+
+
+def _signal(error: BaseException) -> bool:
+    """Control flow by itself (not by what it holds)."""
     if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
         return True
-    if _control_flow_checks and any(_checked(check, error) for check in _control_flow_checks):
-        return True
-    if isinstance(error, BaseExceptionGroup):
-        return any(is_control_flow(member) for member in error.exceptions)
-    return False
+    return bool(_control_flow_checks) and any(
+        _checked(check, error) for check in _control_flow_checks
+    )
+
+
+_EXCEPTIONS = BaseExceptionGroup.__dict__["exceptions"]  # read past any attribute hook
+
+
+def _members(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    """``group`` and every exception it holds, at any depth, each once: iteratively, so a
+    group nested a thousand deep (a recursive ``TaskGroup``'s) costs no recursion."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [group]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(reversed(_EXCEPTIONS.__get__(current)))
 
 
 def _checked(check: Callable[[BaseException], bool], error: BaseException) -> bool:
@@ -92,11 +115,9 @@ def _checked(check: Callable[[BaseException], bool], error: BaseException) -> bo
 def is_interrupt(error: BaseException) -> bool:
     """``KeyboardInterrupt`` or ``SystemExit``, or a group holding one: what stops a
     round at once, without waiting for its other calls."""
-    if isinstance(error, KeyboardInterrupt | SystemExit):
-        return True
-    if isinstance(error, BaseExceptionGroup):
-        return any(is_interrupt(member) for member in error.exceptions)
-    return False
+    if not isinstance(error, BaseExceptionGroup):
+        return isinstance(error, KeyboardInterrupt | SystemExit)
+    return any(isinstance(member, KeyboardInterrupt | SystemExit) for member in _members(error))
 
 
 def has_hidden_cause(error: BaseException) -> bool:
