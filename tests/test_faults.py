@@ -25,6 +25,7 @@ import pytest
 import structlog
 
 from toolguard import (
+    ControlFlow,
     Dispatcher,
     Round,
     ToolCall,
@@ -194,22 +195,74 @@ def test_tool_call_failed_in_a_round_keeps_every_result_and_leaks_nothing(
     assert [e["event"] for e in mentions(logs)] == ["tool_call_failed"]
 
 
-def test_a_return_direct_predicate_that_raises_keeps_the_failure_chained(
+def _explodes(result: ToolResult) -> bool:
+    raise ZeroDivisionError("predicate bug")
+
+
+@tool(return_direct=_explodes)
+def unlucky(n: int) -> str:
+    """Fail with a secret, under a predicate that raises."""
+    raise RuntimeError(f"cause {SECRET}")
+
+
+@tool(return_direct=_explodes)
+def lucky(n: int) -> int:
+    """Succeed, under a predicate that raises."""
+    return n
+
+
+def test_a_return_direct_predicate_that_raises_answers_do_not_stop_and_is_logged(
     logs: list[dict[str, Any]],
 ) -> None:
-    """The application's predicate is its own code: its error propagates, chained."""
+    """The predicate is the application's code, asked on the way out: like a handler that
+    raises, it never hides the call's outcome. The result stays as it is (it used to be
+    lost: the predicate's error propagated out of dispatch), and its error is logged."""
+    agent = Dispatcher([unlucky, lucky])
+    failed = agent.dispatch(call("unlucky"))
+    assert failed.is_error and not failed.return_direct and failed.error_id is not None
+    succeeded = agent.dispatch(call("lucky", "c2", 7))
+    assert succeeded.content == "7" and not succeeded.return_direct
+    assert [e["event"] for e in logs] == [
+        "tool_error_hidden",
+        "return_direct_failed",
+        "return_direct_failed",
+    ]
+    _, first, second = logs
+    assert (first["tool"], first["call_id"], first["error_id"]) == (
+        "unlucky",
+        "c1",
+        failed.error_id,
+    )
+    assert (second["tool"], second["call_id"], second["error_id"]) == ("lucky", "c2", None)
+    assert first["log_level"] == "error" and "_explodes" in first["predicate"]
+    assert isinstance(first["exc_info"], ZeroDivisionError)
+    assert [e["event"] for e in mentions(logs)] == ["tool_error_hidden"]  # logged once
 
-    def explodes(result: ToolResult) -> bool:
-        raise ZeroDivisionError("predicate bug")
 
-    @tool(return_direct=explodes)
-    def unlucky(n: int) -> str:
-        raise RuntimeError(f"cause {SECRET}")
+async def test_a_raising_predicate_loses_no_result_of_a_round(logs: list[dict[str, Any]]) -> None:
+    calls = [call("unlucky", "a"), call("lucky", "b", 2), call("fine", "c", 3)]
+    with Dispatcher([unlucky, lucky, fine]) as agent:
+        for round_ in (agent.run(calls), await agent.arun(calls)):
+            assert [r.call_id for r in round_.results] == ["a", "b", "c"]
+            assert [r.content for r in round_.results][1:] == ["2", "3"]
+            assert not round_.stop and not leaked(round_)
+    assert sum(e["event"] == "return_direct_failed" for e in logs) == 4
 
-    with pytest.raises(ZeroDivisionError) as caught:
-        Dispatcher([unlucky]).dispatch(call("unlucky"))
-    assert isinstance(caught.value.__context__, RuntimeError)
-    assert [e["event"] for e in logs] == ["tool_error_hidden"]  # logged before the predicate
+
+def test_control_flow_from_a_predicate_propagates() -> None:
+    class Handoff(ControlFlow):
+        pass
+
+    def hands_off(result: ToolResult) -> bool:
+        raise Handoff
+
+    @tool(return_direct=hands_off)
+    def handing(n: int) -> int:
+        """Succeed; the predicate hands off."""
+        return n
+
+    with pytest.raises(Handoff):
+        Dispatcher([handing]).dispatch(call("handing"))
 
 
 # --- an async handler that is cancelled ---------------------------------------------------

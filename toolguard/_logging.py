@@ -20,6 +20,9 @@ toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
     A model-visible exception gave a blank message; it was treated as hidden.
 ``model_message_failed``
     A model-visible exception's ``message_for_model()`` raised; treated as hidden.
+``return_direct_failed``
+    A ``return_direct`` predicate raised (ERROR, with what it raised); it answered "do
+    not stop" (``tool``, ``call_id``, ``error_id`` of the result, ``predicate``).
 ``tool_retry``
     A retryable failure, at DEBUG, before the next attempt (``attempt``, ``wait``).
 ``breaker_opened`` / ``breaker_closed``
@@ -57,6 +60,7 @@ EVENT_FAILED = "tool_call_failed"
 EVENT_HANDLER_RAISED = "handler_raised"
 EVENT_BLANK_MESSAGE = "blank_model_message"
 EVENT_MARKER_FAILED = "model_message_failed"
+EVENT_RETURN_DIRECT_FAILED = "return_direct_failed"
 
 REDACTED = "[redacted]"
 _MAX_DEPTH = 20

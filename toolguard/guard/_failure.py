@@ -21,6 +21,7 @@ from toolguard._logging import (
     EVENT_FAILED,
     EVENT_HANDLER_RAISED,
     EVENT_HIDDEN,
+    EVENT_RETURN_DIRECT_FAILED,
     Secrets,
     arguments_for_log,
     emit,
@@ -43,10 +44,10 @@ from toolguard.guard._content import ERROR_LIMIT, sendable
 from toolguard.guard._locals import mask_locals
 from toolguard.policy._handlers import Handler, HandlerContext, fail
 from toolguard.policy._precedence import Resolved, Setting
-from toolguard.policy._values import NEVER
+from toolguard.policy._values import NEVER, ReturnDirect
 from toolguard.telemetry import _spans as _telemetry
 
-__all__ = ["Failure"]
+__all__ = ["Failure", "asks_to_stop"]
 
 _new = object.__new__
 
@@ -179,7 +180,7 @@ class Failure:
             error_kind=_kind(self.error, self.message),
         )
         return_direct = self.resolved.return_direct
-        if not self.stop and return_direct is not NEVER and return_direct.applies(result):
+        if not self.stop and return_direct is not NEVER and asks_to_stop(return_direct, result):
             result = attrs.evolve(result, return_direct=True)
         if self.traced is not None:
             self.traced.answered(self.error, handler.name, context.level, result)
@@ -203,6 +204,34 @@ class Failure:
             error_id = self.error_id
         if self.traced is not None:
             self.traced.handler_raised(self.error, handler.name, context.level, raised, error_id)
+
+
+def asks_to_stop(return_direct: ReturnDirect, result: ToolResult) -> bool:
+    """Whether ``result`` ends the agent loop under ``return_direct``.
+
+    A predicate is the application's code, asked a yes-or-no question on the way out.
+    One that raises answers no: the result stays as it is (no call of a round loses its
+    answer, an error text never becomes the final answer), and what it raised is logged
+    once as ``return_direct_failed``, at ERROR, naming the result's tool, call id and
+    error id. Control flow it raises propagates.
+    """
+    try:
+        return return_direct.applies(result)
+    except Exception as error:
+        if is_control_flow(error):
+            raise
+        # its implicit context would be the tool's failure, logged once already
+        error.__suppress_context__ = True
+        emit(
+            "error",
+            EVENT_RETURN_DIRECT_FAILED,
+            tool=result.name,
+            call_id=None if result.call_id is None else shown(result.call_id, ID_LIMIT),
+            error_id=result.error_id,
+            predicate=repr(return_direct),
+            exc_info=error,
+        )
+        return False
 
 
 _MODEL_MISTAKES: Final = (InvalidArguments, UnknownTool)

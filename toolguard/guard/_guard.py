@@ -26,7 +26,7 @@ from toolguard._text import NAME_LIMIT
 from toolguard._values import Content, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError, UnknownTool
 from toolguard.guard._content import checked, truncate
-from toolguard.guard._failure import Failure
+from toolguard.guard._failure import Failure, asks_to_stop
 from toolguard.policy import _config
 from toolguard.policy._agent import AgentPolicy
 from toolguard.policy._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
@@ -330,7 +330,7 @@ class Guard:
             value=value,
         )
         return_direct = resolved.return_direct
-        if return_direct is not NEVER and return_direct.applies(result):
+        if return_direct is not NEVER and asks_to_stop(return_direct, result):
             result = attrs.evolve(result, return_direct=True)
         if self.telemetry.on:  # a span of its own, unless the runner has one open for the call
             _telemetry.succeeded(call, name, result)
