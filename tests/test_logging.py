@@ -15,7 +15,13 @@ from structlog.typing import EventDict
 
 import toolguard
 from toolguard import Dispatcher, ToolCall, ToolError, ToolPolicy, tool
-from toolguard.handlers import always, fail_unless_visible, generic_unless_visible, on
+from toolguard.handlers import (
+    always,
+    fail_unless_visible,
+    generic_unless_visible,
+    on,
+    send_exception_message,
+)
 
 SECRET = "sk-live-7f3a9c0e51b2"
 
@@ -110,6 +116,57 @@ def test_a_tool_error_with_a_cause_sends_the_message_and_logs_the_cause(
     [event] = logs
     assert event["event"] == "tool_error_hidden"
     assert SECRET in str(event["exc_info"].__cause__)
+
+
+@tool
+def find_invoice(number: int) -> str:
+    """Find an invoice."""
+    try:
+        raise LookupError(f"SELECT * FROM invoices WHERE token='{SECRET}'")
+    except LookupError as error:
+        raise ToolError(
+            f"The {{tool}} service has no invoice {number} (ref {{error_id}})."
+        ) from error
+
+
+@pytest.mark.parametrize("on_error", [None, send_exception_message, fail_unless_visible, "Down."])
+def test_a_tool_errors_message_quotes_the_id_its_cause_is_logged_under(
+    on_error: Any, logs: list[dict[str, Any]]
+) -> None:
+    """Support matches the reference a user quotes to the one log line of the cause."""
+    options = {} if on_error is None else {"on_error": on_error}
+    result = Dispatcher([find_invoice], **options).dispatch(
+        ToolCall(name="find_invoice", arguments={"number": 7})
+    )
+    assert result.error_id is not None
+    assert result.content == (f"The find_invoice service has no invoice 7 (ref {result.error_id}).")
+    [event] = logs
+    assert event["error_id"] == result.error_id and event["event"] == "tool_error_hidden"
+    assert SECRET in str(event["exc_info"].__cause__)
+
+
+def test_a_message_quoting_the_id_is_logged_under_it_even_with_nothing_hidden(
+    logs: list[dict[str, Any]],
+) -> None:
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        raise ToolError("The card was declined (ref {error_id}). Ask for another card.")
+
+    result = Dispatcher([pay]).dispatch(ToolCall(name="pay", arguments={"amount": 3}))
+    assert result.content == f"The card was declined (ref {result.error_id}). Ask for another card."
+    [event] = logs
+    assert event["error_id"] == result.error_id
+
+
+def test_the_models_own_text_echoed_in_a_validation_message_is_not_filled(
+    logs: list[dict[str, Any]],
+) -> None:
+    result = Dispatcher([find_invoice]).dispatch(
+        ToolCall(name="find_invoice", arguments={"number": "{error_id}"})
+    )
+    assert result.error_kind == "arguments" and "'{error_id}'" in result.content
+    assert result.error_id is None and logs == []
 
 
 def test_a_tool_error_without_a_cause_hides_nothing_and_logs_nothing(

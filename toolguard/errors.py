@@ -72,6 +72,12 @@ class ToolError(Exception):
     ``raise ToolError("There is no order 42. Ask the user to check the number.") from err``
     sends the message to the model; the cause (``err``) is logged, never sent. A
     blank message is refused here (``ValueError``): the model must be told something.
+
+    ``{error_id}`` and ``{tool}`` in the message are filled in when it is sent (as in
+    fixed messages; no other braces are read): ``ToolError("No invoice 7 (ref
+    {error_id}).") from err`` quotes the id its cause is logged under, so a user's
+    report finds the log line. A message quoting ``{error_id}`` is logged under it
+    even without a cause. The same holds for any ``message_for_model()``.
     """
 
     def __init__(self, message: str) -> None:

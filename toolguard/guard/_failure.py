@@ -42,7 +42,7 @@ from toolguard.errors import (
 )
 from toolguard.guard._content import ERROR_LIMIT, sendable
 from toolguard.guard._locals import mask_locals
-from toolguard.policy._handlers import Handler, HandlerContext, fail
+from toolguard.policy._handlers import Handler, HandlerContext, fail, fill_message
 from toolguard.policy._precedence import Resolved, Setting
 from toolguard.policy._values import NEVER, ReturnDirect
 from toolguard.telemetry import _spans as _telemetry
@@ -70,6 +70,7 @@ class Failure:
         "invalid",
         "message",
         "name",
+        "quotes_id",
         "resolved",
         "stop",
         "traced",
@@ -105,6 +106,11 @@ class Failure:
         self.error = error
         self.error_id = new_error_id()
         visible = model_message(error, name)  # the marker, read once per failure
+        # a message written for the model may quote the id it is logged under
+        self.quotes_id = False
+        if visible is not None and "{" in visible and not self.invalid:
+            self.quotes_id = "{error_id}" in visible
+            visible = fill_message(visible, tool=name, error_id=self.error_id)
         self.message = None if visible is None else sendable(visible, _limit(resolved))
         # telemetry: the span this failure is answered in (the runner's, or its own)
         self.traced = _telemetry.failure(call, name) if traced else None
@@ -164,7 +170,12 @@ class Failure:
             # only a custom validator's withheld words (a cause) are logged.
             hidden = has_hidden_cause(self.error)
         else:
-            hidden = self.message is None or content != self.message or has_hidden_cause(self.error)
+            hidden = (
+                self.message is None
+                or content != self.message
+                or self.quotes_id  # the id the model quotes leads to the log line
+                or has_hidden_cause(self.error)
+            )
         if hidden:
             emit(
                 self.resolved.log_level,
