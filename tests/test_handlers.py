@@ -17,6 +17,7 @@ from toolguard import (
     ToolError,
     ToolPolicy,
     ToolResult,
+    load_policy,
     tool,
 )
 from toolguard.handlers import (
@@ -128,6 +129,48 @@ def test_on_matches_subclasses_and_tuples_and_declines_otherwise() -> None:
     assert str_content(_dispatch("unmarked", on(LookupError, "x"))).startswith(
         "The tool 't' failed"
     )
+
+
+def test_on_with_a_text_answers_it_for_the_types_it_names_visible_ones_included(
+    logs: list[dict[str, Any]],
+) -> None:
+    """Naming the types is the explicit choice (LangChain's handle_tool_error="..."):
+    the text replaces a ToolError's own message, and the error is logged under the id
+    it quotes."""
+    handler = on(ToolError, "The {tool} service could not answer (ref {error_id}).")
+    result = _dispatch("marked", handler)
+    assert result.content == f"The t service could not answer (ref {result.error_id})."
+    [event] = logs
+    assert event["error_id"] == result.error_id
+    assert isinstance(event["exc_info"], ToolError)
+    assert _dispatch("protocol", on(Marked, "replaced")).content == "replaced"
+
+
+def test_on_with_a_text_still_declines_other_types_and_a_name_is_the_handler() -> None:
+    assert _dispatch("marked", on(KeyError, "not this one")).content == "tool error message"
+    with pytest.raises(ToolCallFailed):
+        _dispatch("marked", on(ToolError, "fail"))
+    # a catch-all text keeps model-visible messages (generic_unless_visible)
+    assert _dispatch("marked", "Service down.").content == "tool error message"
+    kept = on(ToolError, generic_unless_visible("explicitly kept"))
+    assert _dispatch("marked", kept).content == "tool error message"
+
+
+def test_a_policy_files_rule_message_answers_for_its_types_as_on_does(tmp_path: Any) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text(
+        'version = 1\n[[agent.rules]]\nexception = "toolguard.errors.ToolError"\n'
+        'message = "Ask again later (ref {error_id})."\n',
+        encoding="utf-8",
+    )
+
+    @tool
+    def t() -> str:
+        """Fails visibly."""
+        raise ToolError("tool error message")
+
+    result = Dispatcher([t], policy=load_policy(path)).dispatch(ToolCall(name="t"))
+    assert result.content == f"Ask again later (ref {result.error_id})."
 
 
 def test_on_rejects_things_that_are_not_exception_classes() -> None:

@@ -15,8 +15,9 @@ string are handlers too, on either side of ``|``, meaning what they mean in a po
 file: a handler's name (``"fail"``) is that handler, a misspelt name (``"fial"``) is
 refused with a suggestion, any other string is a fixed message that keeps
 model-visible messages (``generic_unless_visible(message)``). :func:`always` replaces
-those too. In fixed messages ``{error_id}`` and ``{tool}`` are replaced literally; no
-other braces are interpreted. Subclass :class:`Handler` for a handler of your own.
+those too, and so does a text given to :func:`on`: the answer for the types it names.
+In fixed messages ``{error_id}`` and ``{tool}`` are replaced literally; no other braces
+are interpreted. Subclass :class:`Handler` for a handler of your own.
 """
 
 from toolguard.policy._handlers import (

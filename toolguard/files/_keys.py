@@ -38,6 +38,7 @@ from toolguard.policy._handlers import (
     MESSAGE_HANDLERS,
     NAMED_HANDLERS,
     Handler,
+    answer,
     as_handler,
     fixed_message,
     named_handler,
@@ -213,10 +214,14 @@ def compose(parts: dict[str, Any]) -> Handler | None:
     def concrete(ref: _Ref | str) -> Handler:
         if isinstance(ref, _NeedsMessage):
             return builtin if message is None else ref.factory(message)
-        # a rule's message is text, whatever it says: never looked up as a name
         return fixed_message(ref) if isinstance(ref, str) else ref
 
-    members = [on(types, concrete(ref)) for types, ref in rules]
+    def for_types(ref: _Ref | str) -> Handler:
+        # a rule's message is text, whatever it says (never looked up as a name), and
+        # the answer for the types it names, as on(types, text) is in code
+        return answer(ref) if isinstance(ref, str) else concrete(ref)
+
+    members = [on(types, for_types(ref)) for types, ref in rules]
     members += [concrete(ref) for ref in refs or []]
     if not members:
         return None

@@ -19,7 +19,8 @@ policy file (:func:`as_handler` is the one rule):
   (``generic_unless_visible("...")``), so the bare name is refused;
 * a word that looks like a misspelt name (``"fial"``) is refused with a suggestion;
 * anything else is a fixed message, ``generic_unless_visible(message)``: a
-  model-visible error keeps its own message. :func:`always` replaces those too.
+  model-visible error keeps its own message. :func:`always` replaces those too, and
+  so does a text given to :func:`on`, for the types it names.
 
 In fixed messages ``{error_id}`` and ``{tool}`` are replaced literally; no other
 braces are interpreted.
@@ -47,6 +48,7 @@ __all__ = [
     "HandlerContext",
     "HandlerLike",
     "always",
+    "answer",
     "as_handler",
     "fail",
     "fill_message",
@@ -229,9 +231,9 @@ class _GenericUnlessVisible(Handler):
 class _Always(Handler):
     """A fixed message for every failure, a model-visible one's included; never declines."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, name: str | None = None) -> None:
         self.message = _checked_message("always", message)
-        self.name = f"always({_short(message)})"
+        self.name = name or f"always({_short(message)})"
 
     def __call__(self, error: Exception, context: HandlerContext) -> str:
         return context.fill(self.message)
@@ -283,13 +285,27 @@ def always(message: str) -> Handler:
 def on(
     types: type[BaseException] | tuple[type[BaseException], ...], handler: HandlerLike
 ) -> Handler:
-    """Answer with ``handler`` for errors of these types; decline (``None``) otherwise."""
+    """Answer with ``handler`` for errors of these types; decline (``None``) otherwise.
+
+    A text is the answer for the types named, a model-visible error's own message
+    replaced too (``on(ToolError, "...")`` is LangChain's ``handle_tool_error="..."``):
+    naming the types is the explicit choice. ``{error_id}`` and ``{tool}`` are filled in,
+    and the error is logged under that id. A handler's name (``"fail"``) is that handler.
+    """
     as_tuple = types if isinstance(types, tuple) else (types,)
     if not as_tuple or not all(
         isinstance(t, type) and issubclass(t, BaseException) for t in as_tuple
     ):
         raise TypeError(f"on() takes an exception class or a tuple of them, got {types!r}")
+    if isinstance(handler, str) and named_handler(handler) is None:
+        return _On(as_tuple, answer(handler))
     return _On(as_tuple, as_handler(handler))
+
+
+def answer(text: str) -> Handler:
+    """``text`` as the answer to every error it is asked about, visible ones included:
+    what ``on(types, text)`` and a policy file's rule answer for the types they name."""
+    return _Always(text, name=_short(text))
 
 
 # --- names: a string means the same in code as in a policy file --------------------------
