@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from toolguard import Dispatcher, ToolError, tool
+from toolguard import Dispatcher, ToolCall, ToolError, tool
 from toolguard._targets import TargetError, load_target
 from toolguard.cli import FORMATS, main
 from toolguard.handlers import on
@@ -364,3 +364,18 @@ def test_demo_piped_into_a_reader_that_leaves_early_exits_quietly() -> None:
     out = ClosedPipe()
     assert main(["demo"], out=out) == 0
     assert out.getvalue().startswith("toolguard demo:")
+
+
+# --- what in-place users inspect ---------------------------------------------------------
+
+
+def test_a_handler_text_is_never_cut_inside_a_placeholder(
+    capsys: pytest.CaptureFixture[str], logs: list[dict[str, Any]]
+) -> None:
+    text = "The search is unavailable (ref {error_id}); try later."
+    handler = on(ToolError, text)
+    assert handler.name == "on(ToolError, 'The search is unavailable (ref ...')"
+    assert "{err" not in on(ToolError, "x" * 34 + " {tool} " + "y" * 20).name
+    agent = Dispatcher([search_web], on_error=handler)
+    agent.dispatch(ToolCall(name="search_web", arguments={"query": "q"}))
+    assert logs[0]["handler"] == handler.name  # the log event's field, the same name

@@ -153,9 +153,19 @@ class Chain(Handler):
         return None
 
 
+_PLACEHOLDERS: Final = ("{error_id}", "{tool}")
+
+
 def _short(text: str, limit: int = 40) -> str:
-    """``repr`` of a message, shortened for handler names in logs and ``explain``."""
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+    """``repr`` of a message, shortened for handler names in logs and ``explain``; never
+    cut inside a placeholder (``'...(ref {err...'`` reads like a broken template)."""
+    if len(text) <= limit:
+        return repr(text)
+    head = text[: limit - 3]
+    brace = head.rfind("{")
+    if brace != -1 and "}" not in head[brace:] and text.startswith(_PLACEHOLDERS, brace):
+        head = head[:brace]
+    return repr(head + "...")
 
 
 class FunctionHandler(Handler):
