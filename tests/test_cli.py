@@ -369,6 +369,35 @@ def test_demo_piped_into_a_reader_that_leaves_early_exits_quietly() -> None:
 # --- what in-place users inspect ---------------------------------------------------------
 
 
+def test_check_and_explain_import_the_applications_classes_from_where_they_run(
+    tmp_path: Path,
+) -> None:
+    """A policy naming the application's own exception class: ``check`` failed where
+    ``explain`` and ``schema`` found it (the console script's path starts elsewhere)."""
+    (tmp_path / "cwd_errors_for_test.py").write_text("class DBError(Exception):\n    pass\n")
+    (tmp_path / "cwd_agent_for_check.py").write_text(
+        "from toolguard import tool\n\n@tool\ndef ping() -> str:\n"
+        '    """Answer pong."""\n    return "pong"\n\ntools = [ping]\n'
+    )
+    (tmp_path / "agent.toml").write_text(
+        'version = 1\n[[agent.rules]]\nexception = "cwd_errors_for_test.DBError"\n'
+        'message = "The database is busy."\n'
+    )
+    toolguard = str(Path(sys.executable).parent / "toolguard")
+    checked = subprocess.run(
+        [toolguard, "check", "agent.toml"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert (checked.returncode, checked.stdout) == (0, "agent.toml: ok\n"), checked.stdout
+    explained = subprocess.run(
+        [toolguard, "explain", "cwd_agent_for_check:tools", "--policy", "agent.toml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert explained.returncode == 0, explained.stdout + explained.stderr
+    assert "on(DBError, 'The database is busy.')" in explained.stdout
+
+
 def test_a_handler_text_is_never_cut_inside_a_placeholder(
     capsys: pytest.CaptureFixture[str], logs: list[dict[str, Any]]
 ) -> None:

@@ -9,8 +9,10 @@ tools (or the one ``@tool``) it names. Every way this can go wrong is a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any, Final
 
 from toolguard._dispatcher import Dispatcher
@@ -19,7 +21,7 @@ from toolguard._tool import BoundTool, Tool
 from toolguard.errors import ToolDefinitionError
 from toolguard.files._imports import ImportPathError, resolve
 
-__all__ = ["TargetError", "load_target"]
+__all__ = ["TargetError", "importable_cwd", "load_target"]
 
 _EXAMPLE: Final = "write MODULE:ATTR, e.g. myapp.agent:dispatcher"
 
@@ -37,18 +39,29 @@ def load_target(spec: str) -> Dispatcher:
     if not isinstance(spec, str):
         raise TargetError(f"{spec!r} is not MODULE:ATTR; {_EXAMPLE}")
     path = spec.strip()
+    try:
+        with importable_cwd():
+            value = resolve(path)
+    except ImportPathError as problem:
+        raise TargetError(_problem(spec, problem)) from problem.error
+    return _dispatcher(spec, value)
+
+
+@contextlib.contextmanager
+def importable_cwd() -> Iterator[None]:
+    """The current directory importable for the block, as ``python -m`` makes it: the
+    command's own ``sys.path`` starts with its script's directory instead. Every
+    command that imports the application's code (a target, a policy file's exception
+    classes and handlers) imports it from where it is run."""
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path
     if added:
         sys.path.insert(0, cwd)
     try:
-        value = resolve(path)
-    except ImportPathError as problem:
-        raise TargetError(_problem(spec, problem)) from problem.error
+        yield
     finally:
         if added:
             sys.path.remove(cwd)
-    return _dispatcher(spec, value)
 
 
 def _problem(spec: str, problem: ImportPathError) -> str:

@@ -19,7 +19,7 @@ import attrs
 
 from toolguard._dispatcher import Dispatcher
 from toolguard._suggest import did_you_mean
-from toolguard._targets import TargetError, load_target
+from toolguard._targets import TargetError, importable_cwd, load_target
 from toolguard.errors import ToolDefinitionError
 from toolguard.files._load import PolicyFileError, load_policy
 from toolguard.policy._handlers import Handler
@@ -56,7 +56,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     bad = 0
     for file in args.files:
         try:
-            load_policy(file)
+            with importable_cwd():  # a file may name the application's own classes
+                load_policy(file)
         except PolicyFileError as error:
             bad += 1
             for problem in error.problems:
@@ -76,7 +77,8 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     dispatcher = load_target(args.target)
     if args.policy is not None:
         try:
-            policy = load_policy(args.policy)
+            with importable_cwd():
+                policy = load_policy(args.policy)
         except PolicyFileError as error:
             out.write(f"{error}\n")
             return PROBLEMS
