@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from toolguard import Dispatcher, ToolCall, ToolError, tool
+from toolguard import Dispatcher, ToolCall, ToolError, ToolPolicy, tool
 from toolguard._targets import TargetError, load_target
 from toolguard.cli import FORMATS, main
 from toolguard.handlers import on
@@ -367,6 +367,35 @@ def test_demo_piped_into_a_reader_that_leaves_early_exits_quietly() -> None:
 
 
 # --- what in-place users inspect ---------------------------------------------------------
+
+GUARDED_ELSEWHERE = Dispatcher(
+    [search_web],
+    external_tools=["get_weather"],
+    overrides={"get_weather": ToolPolicy(timeout=5)},
+)
+
+
+def test_explain_shows_the_tools_a_dispatcher_guards_elsewhere(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An in-place guard's tools are its external_tools: explain is for them too."""
+    code, out, _ = _run(capsys, "explain", "tests.test_cli:GUARDED_ELSEWHERE")
+    assert code == 0
+    assert "tool search_web" in out
+    assert "tool get_weather (runs elsewhere: external_tools)" in out
+    code, out, _ = _run(
+        capsys, "explain", "tests.test_cli:GUARDED_ELSEWHERE", "--tool", "get_weather", "--json"
+    )
+    assert code == 0
+    explained = json.loads(out)
+    assert explained["external_tools"] == ["get_weather"]
+    assert list(explained["tools"]) == ["get_weather"]
+    assert explained["tools"]["get_weather"]["timeout"]["level"] == "override"
+    code, _, err = _run(
+        capsys, "explain", "tests.test_cli:GUARDED_ELSEWHERE", "--tool", "get_wether"
+    )
+    assert code == 2
+    assert "(did you mean 'get_weather'?)" in err and "guarded elsewhere: get_weather" in err
 
 
 def test_check_and_explain_import_the_applications_classes_from_where_they_run(

@@ -145,6 +145,12 @@ class Dispatcher:
         """This agent's tools by name, in declaration order."""
         return dict(self._tools)
 
+    @property
+    def external_tools(self) -> tuple[str, ...]:
+        """The names of the tools it guards that run elsewhere (``external_tools=``),
+        sorted; :meth:`explain` explains them too."""
+        return tuple(sorted(self._external))
+
     def explain(
         self, tool_name: str, *, policy: ToolPolicy | None = None, foreign: bool = False
     ) -> dict[str, Setting | tuple[Setting, ...]]:

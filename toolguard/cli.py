@@ -87,12 +87,15 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
         except ToolDefinitionError as error:
             out.write(f"{args.policy}: {error}\n")
             return PROBLEMS
-    names = list(dispatcher.tools)
+    # the tools it runs, then those it guards where they run (external_tools=)
+    names = [*dispatcher.tools, *dispatcher.external_tools]
     if args.tool is not None:
         if args.tool not in names:
+            elsewhere = ", ".join(dispatcher.external_tools)
             raise TargetError(
                 f"{args.target!r} has no tool named {args.tool!r}"
-                f"{did_you_mean(args.tool, names)}; tools: {', '.join(names) or 'none'}"
+                f"{did_you_mean(args.tool, names)}; tools: {', '.join(dispatcher.tools) or 'none'}"
+                + (f"; guarded elsewhere: {elsewhere}" if elsewhere else "")
             )
         names = [args.tool]
     explained = {name: dispatcher.explain(name) for name in names}
@@ -189,7 +192,7 @@ def _as_json(dispatcher: Dispatcher, explained: Explained) -> dict[str, Any]:
                     "level": setting.level,
                     "source": setting.source,
                 }
-    return {**_round(dispatcher), "tools": tools}
+    return {**_round(dispatcher), "external_tools": list(dispatcher.external_tools), "tools": tools}
 
 
 def _as_table(dispatcher: Dispatcher, explained: Explained) -> str:
@@ -208,7 +211,8 @@ def _as_table(dispatcher: Dispatcher, explained: Explained) -> str:
                 rows.append((name if index == 1 else "", wrapped[0], s.level, s.source or ""))
                 rows += [("", more, "", "") for more in wrapped[1:]]
         widths = [max(len(row[column]) for row in rows) for column in range(3)]
-        lines += ["", f"tool {tool}"]
+        elsewhere = " (runs elsewhere: external_tools)" if tool in dispatcher.external_tools else ""
+        lines += ["", f"tool {tool}{elsewhere}"]
         for row in rows:
             cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
             lines.append(("  " + "  ".join([*cells, row[3]])).rstrip())
