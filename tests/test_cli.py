@@ -437,3 +437,31 @@ def test_a_handler_text_is_never_cut_inside_a_placeholder(
     agent = Dispatcher([search_web], on_error=handler)
     agent.dispatch(ToolCall(name="search_web", arguments={"query": "q"}))
     assert logs[0]["handler"] == handler.name  # the log event's field, the same name
+
+
+def test_the_explain_sample_in_policies_md_is_what_the_command_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's example, built as it describes, printed by the command as it is."""
+    page = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    command = "toolguard explain myapp.agent:agent --policy deploy/agent.toml --tool search_web"
+    sample = page.split(f"`{command}` prints:\n\n```\n", 1)[1].split("```\n", 1)[0]
+    policy = page.split("`deploy/agent.toml`:\n\n```toml\n", 1)[1].split("```\n", 1)[0]
+    package = tmp_path / "sample_app_for_policies_md"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "agent.py").write_text(
+        "from toolguard import Dispatcher, tool\n"
+        "from toolguard.handlers import on\n\n\n"
+        '@tool(on_error=on(KeyError, "no such key"), retries=2)\n'
+        'def search_web(query: str) -> str:\n    """Search the web."""\n    return query\n\n\n'
+        '@tool\ndef final(text: str) -> str:\n    """Answer."""\n    return text\n\n\n'
+        'agent = Dispatcher([search_web, final], log_level="info")\n'
+    )
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "agent.toml").write_text(policy)
+    monkeypatch.chdir(tmp_path)
+    target = "sample_app_for_policies_md.agent:agent"
+    code, out, err = _run(capsys, *command.replace("myapp.agent:agent", target).split()[1:])
+    assert (code, err) == (0, "")
+    assert out == sample
