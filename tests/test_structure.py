@@ -147,8 +147,10 @@ MAY_IMPORT: dict[str, set[str]] = {
         "_tool",
         "_session",
         "_scope",
+        "_misuse",
     },
     "_scripted": {"_values"},
+    "_misuse": _CORE_VALUES,
     "testing": {*_CORE_VALUES, "_logging", "_scripted"},
 }
 # The top: they may import any unit of the core above (never each other's privates).

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from typing_extensions import Unpack
 
+from toolguard._misuse import check_calls, check_tools, not_a_call
 from toolguard._scope import Scope
 from toolguard._session import Session
 from toolguard._tool import AnyTool, runner_for, tool_table
@@ -117,6 +118,7 @@ class Dispatcher:
         self.return_direct_mode: ReturnDirectMode = self._round_settings["return_direct_mode"].value
         self.max_workers: int = self._round_settings["max_workers"].value
         self.max_abandoned: int = self._round_settings["max_abandoned"].value
+        check_tools(tools, Dispatcher)
         self._tools = tool_table(tools)
         external = () if isinstance(external_tools, str) else tuple(external_tools)
         if isinstance(external_tools, str) or not all(isinstance(n, str) for n in external):
@@ -269,6 +271,8 @@ class Dispatcher:
         by parameter name, what a framework's own parameters receive (its
         ``RunContext``, ``InjectedState``...: what an integration supplies).
         """
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise not_a_call(call, "dispatch")
         return self._runner.dispatch(call, policy, context, None, framework_values)
 
     async def adispatch(
@@ -287,6 +291,8 @@ class Dispatcher:
         answering many requests on one loop wants). ``framework_values`` as for
         :meth:`dispatch`.
         """
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise not_a_call(call, "adispatch")
         return await self._runner.adispatch(call, policy, context, None, offload, framework_values)
 
     def run(
@@ -297,7 +303,7 @@ class Dispatcher:
         A round with async tools runs on a new event loop (``asyncio.run``); inside
         a running loop, use :meth:`arun`.
         """
-        return self._rounds.run(list(calls), policy, context, None)
+        return self._rounds.run(check_calls(calls, "run"), policy, context, None)
 
     async def arun(
         self, calls: Iterable[ToolCall], *, policy: ToolPolicy | None = None, context: Any = None
@@ -306,7 +312,7 @@ class Dispatcher:
 
         Cancelling ``arun`` cancels the running tools.
         """
-        calls = list(calls)
+        calls = check_calls(calls, "arun")
         if len(calls) != 1:
             return await self._rounds.arun(calls, policy, context, None)
         # Rounds.arun's one call, awaited here: the frame less is a fifth of its cost

@@ -1,0 +1,123 @@
+"""The application's own mistakes at the entry points: said at once, with the line to
+write instead (``toolguard._misuse``).
+
+Before, each failed later and elsewhere: ``'Tool' object is not iterable``, ``'dict'
+object has no attribute 'name'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+from anthropic.types import ToolUseBlock
+from openai.types.chat import ChatCompletionMessageToolCall
+from openai.types.responses import ResponseFunctionToolCall
+
+from toolguard import Dispatcher, InvalidOption, ToolCall, tool
+from toolguard.formats import anthropic, openai
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+AGENT = Dispatcher([add])
+CALL = ToolCall(name="add", arguments={"a": 1, "b": 2}, id="call_1")
+
+
+@pytest.mark.parametrize(
+    ("tools", "says"),
+    [
+        (add, "got one tool: write Dispatcher([add])"),
+        (None, "got None; an agent whose tools all run elsewhere is Dispatcher([], "),
+        ("add", "got a str ('add'): pass the tool objects"),
+        ({"add": add}, "got a mapping: pass its values, Dispatcher(list(tools.values()))"),
+        (AGENT, "got a Dispatcher: its tools are Dispatcher(list(agent.tools.values()), "),
+        (42, "got int"),
+    ],
+    ids=["one tool", "None", "str", "dict", "Dispatcher", "int"],
+)
+def test_dispatcher_of_something_not_a_list_of_tools_says_what_to_write(
+    tools: Any, says: str
+) -> None:
+    with pytest.raises(InvalidOption, match=re.escape(says)) as caught:
+        Dispatcher(tools)
+    assert str(caught.value).startswith("Dispatcher() takes a list of tools, ")
+    assert isinstance(caught.value, TypeError)  # what a misuse of a signature raises
+
+
+def test_a_round_of_one_toolcall_says_to_use_a_list_or_dispatch() -> None:
+    with pytest.raises(TypeError, match=r"run\(\[call\]\), or dispatch\(call\)"):
+        AGENT.run(CALL)  # type: ignore[arg-type]  # the misuse under test
+    with pytest.raises(TypeError, match=r"arun\(\[call\]\), or adispatch\(call\)"):
+        asyncio.run(AGENT.arun(CALL))  # type: ignore[arg-type]  # the misuse under test
+    assert AGENT.run([CALL]).results[0].content == "3"  # the right way still works
+
+
+def _openai_call() -> ChatCompletionMessageToolCall:
+    return ChatCompletionMessageToolCall.model_validate(
+        {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ({"name": "add", "arguments": {"a": 1}}, "got a dict: a call is ToolCall(name=..."),
+        (
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}},
+            "got an OpenAI tool call (a dict): toolguard.formats.openai.parse_calls(response)",
+        ),
+        (
+            {"type": "tool_use", "id": "t1", "name": "add", "input": {}},
+            "got an Anthropic tool_use block (a dict): toolguard.formats.anthropic.parse_calls",
+        ),
+        (_openai_call(), "ToolCall(name=call.function.name, arguments=call.function.arguments"),
+        (
+            ToolUseBlock(id="t1", type="tool_use", name="add", input={}),
+            "got the Anthropic SDK's ToolUseBlock: toolguard.formats.anthropic.parse_calls",
+        ),
+        (
+            ResponseFunctionToolCall(
+                type="function_call", call_id="c1", name="add", arguments="{}"
+            ),
+            "toolguard.formats.openai.parse_response_calls(response)",
+        ),
+        ([CALL], "got a list of calls: a round is run(calls)"),
+        ("add", "got str: build one as ToolCall(name=..., arguments=..., id=...)"),
+    ],
+    ids=[
+        "dict",
+        "openai dict",
+        "anthropic dict",
+        "openai",
+        "anthropic",
+        "responses",
+        "list",
+        "str",
+    ],
+)
+def test_dispatch_of_a_providers_own_call_names_the_parser(value: Any, says: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(says)) as caught:
+        AGENT.dispatch(value)
+    assert str(caught.value).startswith("dispatch() takes one toolguard.ToolCall; ")
+    with pytest.raises(TypeError, match=r"^adispatch\(\) takes one toolguard.ToolCall; "):
+        asyncio.run(AGENT.adispatch(value))
+
+
+def test_a_round_with_a_providers_call_in_it_names_the_item_and_the_parser() -> None:
+    with pytest.raises(TypeError, match=r"its item 1 is not one: got the OpenAI SDK's"):
+        AGENT.run([CALL, _openai_call()])  # type: ignore[list-item]  # the misuse under test
+
+
+def test_the_parsers_the_messages_name_read_those_shapes() -> None:
+    """What the messages advise works: the parsers take the provider's responses."""
+    response = {"choices": [{"message": {"tool_calls": [_openai_call().model_dump()]}}]}
+    assert [c.name for c in openai.parse_calls(response)] == ["add"]
+    message = {"content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {}}]}
+    assert [c.name for c in anthropic.parse_calls(message)] == ["add"]
