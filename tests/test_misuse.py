@@ -1,8 +1,9 @@
 """The application's own mistakes at the entry points: said at once, with the line to
-write instead (``toolguard._misuse``).
+write instead (``toolguard._misuse``, and ``@staticmethod``/``@classmethod`` above
+``@tool`` in ``toolguard._tool``).
 
 Before, each failed later and elsewhere: ``'Tool' object is not iterable``, ``'dict'
-object has no attribute 'name'``.
+object has no attribute 'name'``, or a static method called "an instance method".
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from anthropic.types import ToolUseBlock
 from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.responses import ResponseFunctionToolCall
 
-from toolguard import Dispatcher, InvalidOption, ToolCall, tool
+from toolguard import Dispatcher, InvalidOption, ToolCall, ToolDefinitionError, tool
 from toolguard.formats import anthropic, openai
 
 
@@ -121,3 +122,43 @@ def test_the_parsers_the_messages_name_read_those_shapes() -> None:
     assert [c.name for c in openai.parse_calls(response)] == ["add"]
     message = {"content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {}}]}
     assert [c.name for c in anthropic.parse_calls(message)] == ["add"]
+
+
+def test_staticmethod_above_tool_says_to_put_tool_above_it() -> None:
+    class Shop:
+        @staticmethod
+        @tool
+        def price(item: str) -> int:
+            """Price an item."""
+            return 3
+
+    with pytest.raises(ToolDefinitionError, match=r"put @tool above @staticmethod"):
+        Dispatcher([Shop.price])
+
+
+def test_classmethod_above_tool_says_to_put_tool_above_it() -> None:
+    """On 3.11 and 3.12 it happened to work (classmethod chained the tool's __get__);
+    3.13 removed that, and the tool was decorated again, its policy lost."""
+
+    class Shop:
+        @classmethod
+        @tool
+        def catalogue(cls, section: str) -> str:
+            """List a section."""
+            return section
+
+    with pytest.raises(ToolDefinitionError, match=r"put @tool above @classmethod"):
+        Dispatcher([Shop.catalogue])
+
+
+def test_an_unbound_instance_method_still_says_to_bind_it_and_names_the_other_cases() -> None:
+    class Shop:
+        @tool
+        def buy(self, item: str) -> str:
+            """Buy an item."""
+            return item
+
+    with pytest.raises(ToolDefinitionError, match=r"Dispatcher\(\[obj.buy\]\)") as caught:
+        Dispatcher([Shop.buy])
+    assert "put @tool above @staticmethod or @classmethod" in str(caught.value)
+    assert Dispatcher([Shop().buy]).dispatch(ToolCall(name="buy", arguments={"item": "x"}))

@@ -15,6 +15,8 @@ dispatcher needs the tool bound to an instance (``Dispatcher([obj.method])``).
 from __future__ import annotations
 
 import functools
+import inspect
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import (
     TYPE_CHECKING,
@@ -233,26 +235,54 @@ def tool_table(candidates: Iterable[Callable[..., Any]]) -> dict[str, AnyTool]:
     (decorated here). An unbound instance method or a repeated name is refused."""
     table: dict[str, AnyTool] = {}
     for candidate in candidates:
+        if isinstance(candidate, types.MethodType) and isinstance(candidate.__func__, Tool):
+            # @classmethod above @tool, read on Python 3.13+: a method of the Tool
+            raise _below("classmethod", candidate.__func__)
         if not isinstance(candidate, Tool | BoundTool):
             if not callable(candidate):
                 raise ToolDefinitionError(f"Dispatcher takes tools or functions, got {candidate!r}")
             candidate = tool(candidate)
         spec = candidate.spec
-        if (
-            spec.is_method
-            and candidate._self_binding == "function"
-            and (not isinstance(candidate, BoundTool) or candidate._self_instance is None)
-        ):
-            raise ToolDefinitionError(
-                f"tool {spec.name!r} is an instance method; pass it bound to an instance "
-                f"(Dispatcher([obj.{candidate.__name__}]))"
-            )
+        if spec.is_method and candidate._self_binding == "function":
+            instance = candidate._self_instance if isinstance(candidate, BoundTool) else None
+            if isinstance(instance, type):  # bound to a class: @classmethod above @tool
+                raise _below("classmethod", candidate)
+            if instance is None:
+                if _is_static(candidate):
+                    raise _below("staticmethod", candidate)
+                raise ToolDefinitionError(
+                    f"tool {spec.name!r} is an instance method; pass it bound to an instance "
+                    f"(Dispatcher([obj.{candidate.__name__}])). For a static or class method, "
+                    "put @tool above @staticmethod or @classmethod"
+                )
         if spec.name in table:
             raise ToolDefinitionError(
                 f"two tools are named {spec.name!r}; tool names must be unique"
             )
         table[spec.name] = candidate
     return table
+
+
+def _below(decorator: str, candidate: Any) -> ToolDefinitionError:
+    return ToolDefinitionError(
+        f"tool {candidate.spec.name!r} is under @{decorator}: put @tool above @{decorator} "
+        "(@tool is the outermost decorator)"
+    )
+
+
+def _is_static(candidate: AnyTool) -> bool:
+    """Whether the class ``candidate`` was defined in holds it as a ``staticmethod``
+    (``@staticmethod`` above ``@tool``); the class is found by the function's qualified
+    name, when that leads to it."""
+    function = candidate.__wrapped__
+    owner: Any = inspect.getmodule(function)
+    *path, name = getattr(function, "__qualname__", "").split(".")
+    for part in path:
+        owner = getattr(owner, part, None) if part != "<locals>" else None
+        if owner is None:
+            return False
+    held = vars(owner).get(name) if isinstance(owner, type) else None
+    return isinstance(held, staticmethod) and held.__func__ is candidate
 
 
 def runner_for(
