@@ -154,10 +154,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "testing": {*_CORE_VALUES, "_logging", "_scripted"},
 }
 # The top: they may import any unit of the core above (never each other's privates).
-_TOP = ("", "cli", "pytest_plugin", "_demo", "_targets", "formats", "integrations")
+_TOP = ("", "cli", "pytest_plugin", "_demo", "_targets", "_explained", "formats", "integrations")
 for _top in _TOP:
     MAY_IMPORT[_top] = {*MAY_IMPORT, "testing"} - set(_TOP)
-MAY_IMPORT["cli"] |= {"_demo", "_targets", "", "integrations"}  # serve-mcp, lazily
+MAY_IMPORT["cli"] |= {"_demo", "_targets", "_explained", "", "integrations"}  # serve-mcp, lazily
 MAY_IMPORT["_demo"] |= {""}
 MAY_IMPORT["pytest_plugin"] |= {""}
 MAY_IMPORT["integrations"] |= {"", "formats", "_targets"}  # "": the public face, toolguard
