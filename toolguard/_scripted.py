@@ -2,14 +2,16 @@
 
 For offline agent-loop tests: :class:`ScriptedModel` stands where the provider's
 client would (``model.chat.completions.create(...)``, ``model.messages.create(...)``)
-and answers each request with the next scripted response.
+and answers each request with the next scripted response: a dict of the response's
+JSON shape, or (``sdk=True``) the provider SDK's own object built from it.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from toolguard._values import ToolCall
 
@@ -141,13 +143,34 @@ def anthropic_response(
 Provider: TypeAlias = Literal["openai", "anthropic"]
 
 
+# provider -> (the SDK's module, its response class, the distribution to install)
+_SDK: Final = {
+    "openai": ("openai.types.chat", "ChatCompletion", "openai"),
+    "anthropic": ("anthropic.types", "Message", "anthropic"),
+}
+
+
+def _sdk_class(provider: Provider) -> Any:
+    """The provider SDK's response class (``ChatCompletion``, ``Message``), or a
+    ``ValueError`` saying what to install."""
+    module, name, distribution = _SDK[provider]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        raise ValueError(
+            f"ScriptedModel(provider={provider!r}, sdk=True) answers with the {provider} "
+            f"SDK's {name} objects, and the SDK is not installed: pip install {distribution} "
+            "(or leave sdk=False: the responses are then dicts of the same shape)"
+        ) from None
+
+
 class _Endpoint:
     """``.create(**request)``, as on an SDK client's resource."""
 
     def __init__(self, model: ScriptedModel) -> None:
         self._model = model
 
-    def create(self, **request: Any) -> dict[str, Any]:
+    def create(self, **request: Any) -> Any:
         return self._model.create(**request)
 
 
@@ -164,7 +187,13 @@ class ScriptedModel:
     answer. Each :meth:`create` returns the next turn in the provider's response
     shape (``"openai"``: Chat Completions; ``"anthropic"``: Messages API), and keeps
     the request it was given in :attr:`requests`. Call ids are unique across the
-    script (``call_1``… / ``toolu_1``…). It stands in for a client too:
+    script (``call_1``… / ``toolu_1``…).
+
+    Responses are **dicts** of the response's JSON shape (``response["choices"][0]``),
+    needing no SDK; with ``sdk=True`` they are the SDK's own objects
+    (``openai.types.chat.ChatCompletion``, ``anthropic.types.Message``:
+    ``response.choices[0]``), as the real client returns, which needs that SDK
+    installed (refused at construction otherwise). It stands in for a client too:
     ``model.chat.completions.create(...)`` and ``model.messages.create(...)``::
 
         model = ScriptedModel([[("lookup", {"order": 42})], "Your order has shipped."])
@@ -180,9 +209,11 @@ class ScriptedModel:
         *,
         provider: Provider = "openai",
         model: str = "scripted-model",
+        sdk: bool = False,
     ) -> None:
         if provider not in ("openai", "anthropic"):
             raise ValueError(f"provider={provider!r}: use 'openai' or 'anthropic'")
+        self._sdk = _sdk_class(provider) if sdk else None
         self.provider: Provider = provider
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -201,8 +232,9 @@ class ScriptedModel:
         """How many scripted turns are left."""
         return len(self._turns) - self._next
 
-    def create(self, **request: Any) -> dict[str, Any]:
-        """The next scripted response; the request is kept in :attr:`requests`."""
+    def create(self, **request: Any) -> Any:
+        """The next scripted response (a dict, or with ``sdk=True`` the SDK's object);
+        the request is kept in :attr:`requests`."""
         if self._next >= len(self._turns):
             raise AssertionError(
                 f"the scripted model was asked for turn {self._next + 1}, but its script "
@@ -220,20 +252,22 @@ class ScriptedModel:
         first = self._calls + 1
         self._calls += len(calls)
         if self.provider == "openai":
-            return openai_response(
+            response = openai_response(
                 calls,
                 content=text,
                 model=self.model,
                 response_id=f"chatcmpl-scripted-{number}",
                 first_call=first,
             )
-        return anthropic_response(
-            calls,
-            text=text,
-            model=self.model,
-            response_id=f"msg_scripted_{number}",
-            first_call=first,
-        )
+        else:
+            response = anthropic_response(
+                calls,
+                text=text,
+                model=self.model,
+                response_id=f"msg_scripted_{number}",
+                first_call=first,
+            )
+        return response if self._sdk is None else self._sdk.model_validate(response)
 
     __call__ = create
 

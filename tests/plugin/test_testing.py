@@ -288,6 +288,42 @@ def test_the_scripted_model_says_when_the_loop_ran_too_long_or_stopped_early() -
         ScriptedModel([], provider="gemini")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_scripted_model_answers_with_the_sdks_own_objects_when_asked(
+    provider: Any,
+) -> None:
+    """The real client returns objects (``response.choices[0]``), not dicts: a loop
+    written for one is tested with ``sdk=True``."""
+    from anthropic.types import Message
+    from openai.types.chat import ChatCompletion
+
+    from toolguard.formats import anthropic, openai
+
+    model = ScriptedModel([[("lookup", {"order": 13})], "Done."], provider=provider, sdk=True)
+    first = model.create(messages=[])
+    if provider == "openai":
+        assert isinstance(first, ChatCompletion)
+        assert first.choices[0].message.tool_calls is not None
+        assert [c.name for c in openai.parse_calls(first)] == ["lookup"]
+        assert model.create(messages=[]).choices[0].message.content == "Done."
+    else:
+        assert isinstance(first, Message)
+        assert [c.name for c in anthropic.parse_calls(first)] == ["lookup"]
+        assert model.create(messages=[]).content[0].text == "Done."
+    model.assert_finished()
+    assert isinstance(ScriptedModel(["x"], provider=provider).create(), dict)  # the default
+
+
+def test_the_scripted_model_says_what_to_install_for_sdk_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "anthropic.types", None)  # as if not installed
+    with pytest.raises(ValueError, match=r"pip install anthropic \(or leave sdk=False"):
+        ScriptedModel(["x"], provider="anthropic", sdk=True)
+
+
 def test_configure_is_untouched_by_the_helpers() -> None:
     toolguard.configure(on_error="global")
     with capture_events():
