@@ -348,10 +348,10 @@ def test_the_console_script_exits_with_the_same_codes(tmp_path: Path) -> None:
 
 
 def test_serve_mcp_hands_the_target_to_the_mcp_server(capsys: pytest.CaptureFixture[str]) -> None:
-    """A bad target is refused before any server starts (the MCP integration's own exit 2)."""
+    """A bad target is refused before any server starts, as every command refuses one."""
     code, out, err = _run(capsys, "serve-mcp", "nope_nope_mcp:x")
     assert (code, out) == (2, "")
-    assert err.startswith("error: no module named 'nope_nope_mcp'")
+    assert err.startswith("toolguard serve-mcp: no module named 'nope_nope_mcp'")
 
 
 def test_demo_piped_into_a_reader_that_leaves_early_exits_quietly() -> None:

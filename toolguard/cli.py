@@ -1,4 +1,5 @@
-"""The ``toolguard`` command: ``demo``, ``check``, ``explain``, ``schema``, ``serve-mcp``.
+"""The ``toolguard`` command: ``demo``, ``check``, ``explain``, ``schema``, ``serve-mcp``,
+``policy`` (the shipped presets), and ``--version``.
 
 Exit codes: 0 ok, 1 problems found, 2 usage errors (a bad command line, or a
 ``MODULE:ATTR`` that names no Dispatcher or tools).
@@ -10,15 +11,17 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import Final, TextIO
+from typing import Final, NoReturn, TextIO
 
+from toolguard import __version__
 from toolguard._explained import as_json, as_table
 from toolguard._suggest import did_you_mean
 from toolguard._targets import TargetError, importable_cwd, load_target
 from toolguard.errors import ToolDefinitionError
-from toolguard.files._load import PolicyFileError, load_policy
+from toolguard.files._load import PolicyFileError, load_policy, presets
 
 __all__ = ["build_parser", "main"]
 
@@ -133,20 +136,105 @@ def _serve_mcp(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as error:
         sys.stderr.write(f"toolguard serve-mcp: {error}\n")
         return PROBLEMS
+    tools = list(load_target(args.target).tools)  # a bad target: a usage error, here
+    # stdout is the protocol's: what it serves, and that it waits, go to stderr
+    sys.stderr.write(
+        f"toolguard serve-mcp: serving {len(tools)} tool{'s' * (len(tools) != 1)} "
+        f"({', '.join(tools)}) from {args.target} as the MCP server {args.name!r} over "
+        "stdio; waiting for a client on stdin (Ctrl-C stops)\n"
+    )
+    sys.stderr.flush()
     code: int = mcp.main([args.target, "--name", args.name])
     return code
+
+
+# --- toolguard policy list | show NAME ---------------------------------------------------
+
+
+def _policy_list(args: argparse.Namespace, out: TextIO) -> int:
+    for name, file in presets().items():
+        out.write(f"{name:<12} {_summary(file.read_text(encoding='utf-8'))}\n")
+    out.write("Print one to start a file from: toolguard policy show NAME > agent.toml\n")
+    return OK
+
+
+def _summary(preset: str) -> str:
+    """The first sentence of a preset's opening comment, after its ``The "x" preset:``."""
+    words = []
+    for line in preset.splitlines():
+        if not line.startswith("#") or not line.strip("# "):
+            break
+        words.append(line.lstrip("# "))
+    text = " ".join(words).split(": ", 1)[-1]
+    return text.split(". ", 1)[0].rstrip(".") + "."
+
+
+def _policy_show(args: argparse.Namespace, out: TextIO) -> int:
+    shipped = presets()
+    if args.name not in shipped:
+        raise TargetError(
+            f"no preset named {args.name!r}{did_you_mean(args.name, shipped)}; "
+            f"presets: {', '.join(shipped)}"
+        )
+    out.write(shipped[args.name].read_text(encoding="utf-8"))
+    return OK
 
 
 # --- the parser --------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors suggest the closest command or choice
+    (``toolguard explian``, ``--format opnai``); :func:`main` suggests options."""
+
+    def error(self, message: str) -> NoReturn:
+        chosen = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if chosen is not None:
+            choices = re.findall(r"'([^']*)'", chosen.group(2))
+            message += did_you_mean(chosen.group(1), choices)
+        super().error(message)
+
+
+def _refuse_extra(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> NoReturn:
+    """A usage error for options the command does not take, from the command's own
+    parser (its usage line), suggesting the closest of its options (``--jsno``)."""
+    command = parser
+    for name in (args.command, getattr(args, "action", None)):
+        chosen = _commands(command).get(name) if name else None
+        if chosen is None:
+            break
+        command = chosen
+    options = [o for action in command._actions for o in action.option_strings]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    for word in extra:
+        hint = did_you_mean(word.split("=", 1)[0], options) if word.startswith("-") else ""
+        if hint:
+            message += hint
+            break
+    command.error(message)
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolguard",
         description="Declarative error handling for LLM agent tools.",
         epilog="Exit codes: 0 ok, 1 problems found, 2 usage errors.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"toolguard {__version__} (the distribution toolguard-agents)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     demo = commands.add_parser(
         "demo",
@@ -201,6 +289,22 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("target", metavar="MODULE:ATTR", help="a Dispatcher or a list of tools")
     serve.add_argument("--name", default="toolguard", help="the server name sent to clients")
     serve.set_defaults(run=_serve_mcp)
+
+    policy = commands.add_parser(
+        "policy",
+        help="list the shipped presets, or print one to start a policy file from",
+        description="The policy presets shipped with toolguard (docs/policies.md).",
+    )
+    actions = policy.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    actions.required = True
+    listed = actions.add_parser("list", help="each preset, with what it is for")
+    listed.set_defaults(run=_policy_list)
+    show = actions.add_parser(
+        "show",
+        help="print a preset's file (toolguard policy show production > agent.toml)",
+    )
+    show.add_argument("name", metavar="NAME", help="a preset: default, development, ...")
+    show.set_defaults(run=_policy_show)
     return parser
 
 
@@ -208,7 +312,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command; returns the exit code (argparse's own exits included)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _refuse_extra(parser, args, extra)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else USAGE
     run = getattr(args, "run", None)
