@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
+import re
 import traceback
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -280,3 +283,114 @@ def test_configure_rejects_unknown_options_with_a_suggestion() -> None:
     with pytest.raises(ValueError, match="log_level='loud' is not allowed"):
         toolguard.configure(log_level="loud")
     assert toolguard.get_config() == ToolPolicy()
+
+
+# --- the events page: docs/logging.md lists every event with its fields ----------------------
+
+PAGE = Path(__file__).parent.parent / "docs" / "logging.md"
+
+
+def _documented() -> dict[str, set[str]]:
+    """The page's table: event -> its fields (a row "the same fields as X" has X's too)."""
+    rows: dict[str, set[str]] = {}
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[0].startswith("`"):
+            continue
+        event, fields = cells[0].strip("`"), cells[3]
+        named = set(re.findall(r"`(\w+)`", fields))
+        same = re.match(r"the same fields as `(\w+)`", fields)
+        rows[event] = named | (rows[same.group(1)] if same else set())
+    return rows
+
+
+def _emitted_names() -> set[str]:
+    """Every event name the package can log: emit()'s name argument, EVENT_* constants,
+    and the {"event": ...} a session builds."""
+    found: set[str] = set()
+    for path in Path(toolguard.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "emit":
+                if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                    found.add(str(node.args[1].value))
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(
+                node.value, ast.Constant
+            ):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.startswith("EVENT_"):
+                        found.add(str(node.value.value))
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if (
+                        isinstance(key, ast.Constant)
+                        and key.value == "event"
+                        and isinstance(value, ast.Constant)
+                    ):
+                        found.add(str(value.value))
+    return found
+
+
+def test_the_events_page_lists_every_event_the_package_logs_and_no_other() -> None:
+    emitted = _emitted_names()
+    assert {"tool_error_hidden", "breaker_opened", "mcp_call_aborted"} <= emitted  # the scan
+    assert set(_documented()) == emitted
+
+
+def test_every_logged_event_has_only_the_fields_the_page_lists(
+    logs: list[dict[str, Any]],
+) -> None:
+    class Blank(Exception):
+        def message_for_model(self) -> str:
+            return " "
+
+    class Broken(Exception):
+        def message_for_model(self) -> str:
+            raise RuntimeError("marker bug")
+
+    def explodes(result: Any) -> bool:
+        raise ZeroDivisionError("predicate bug")
+
+    def buggy(error: Exception, context: Any) -> str:
+        raise LookupError("handler bug")
+
+    @tool(retries=toolguard.Retry(attempts=2, on=(ConnectionError,), initial=0.001, jitter=0))
+    def flaky(kind: str) -> str:
+        """Fails in the way asked."""
+        raise {"blank": Blank(), "broken": Broken(), "conn": ConnectionError("down")}.get(
+            kind, RuntimeError(kind)
+        )
+
+    agent = Dispatcher([flaky])
+    for kind in ("blank", "broken", "conn"):
+        agent.dispatch(ToolCall(name="flaky", arguments={"kind": kind}, id="c1"))
+    with pytest.raises(toolguard.ToolCallFailed):
+        Dispatcher([flaky], on_error="fail").dispatch(
+            ToolCall(name="flaky", arguments={"kind": "x"})
+        )
+    with pytest.raises(LookupError):
+        Dispatcher([flaky], on_error=buggy).dispatch(
+            ToolCall(name="flaky", arguments={"kind": "x"})
+        )
+    Dispatcher([flaky], return_direct=explodes).dispatch(
+        ToolCall(name="flaky", arguments={"kind": "x"})
+    )
+    session = Dispatcher([flaky], breaker=toolguard.Breaker(failures=1, cooldown=60)).session()
+    session.dispatch(ToolCall(name="flaky", arguments={"kind": "x"}))
+    session.reset()
+    documented = _documented()
+    seen = {event["event"] for event in logs}
+    assert seen >= {
+        "tool_error_hidden",
+        "tool_call_failed",
+        "handler_raised",
+        "blank_model_message",
+        "model_message_failed",
+        "return_direct_failed",
+        "tool_retry",
+        "breaker_opened",
+        "session_reset",
+    }
+    for event in logs:
+        fields = set(event) - {"event", "log_level"}
+        assert fields <= documented[event["event"]], (event["event"], fields)

@@ -1,41 +1,9 @@
 """Hidden-cause events, error ids and redaction.
 
 toolguard logs through ``structlog.get_logger("toolguard")`` and never calls
-``structlog.configure()``: the application owns logging. Events (stable names):
-
-``tool_error_hidden``
-    A failure was handled and something about it was hidden from the model.
-    Logged exactly once per failure, at the policy's ``log_level``, with
-    ``exc_info`` set to the exception itself and the fields ``tool``, ``call_id``,
-    ``error_id``, ``answered_by`` (the precedence level whose handler answered),
-    ``handler``, ``error_type`` and ``arguments`` (redacted); with telemetry on and
-    the call's span recording, ``trace_id`` and ``span_id`` (hex), here and in the
-    two events below.
-``tool_call_failed``
-    A handler failed the invocation (``ToolCallFailed``), logged once at ERROR.
-``handler_raised``
-    A handler raised something other than ``ToolCallFailed``; logged at ERROR with
-    the original failure, which the raised exception carries as ``__context__``.
-``blank_model_message``
-    A model-visible exception gave a blank message; it was treated as hidden.
-``model_message_failed``
-    A model-visible exception's ``message_for_model()`` raised; treated as hidden.
-``return_direct_failed``
-    A ``return_direct`` predicate raised (ERROR, with what it raised); it answered "do
-    not stop" (``tool``, ``call_id``, ``error_id`` of the result, ``predicate``).
-``tool_retry``
-    A retryable failure, at DEBUG, before the next attempt (``attempt``, ``wait``).
-``breaker_opened`` / ``breaker_closed``
-    A session's circuit breaker for a tool changed state (WARNING / INFO).
-``session_reset``
-    A session forgot its budgets and breakers (INFO; ``tool`` when only one tool's).
-``tool_abandoned``
-    A timed-out attempt is left running on its worker thread (WARNING; ``tool``,
-    ``seconds``, ``still_running``).
-``mcp_call_aborted``
-    The MCP integrations only: a call ended by something that must propagate (a
-    ``BaseException``, control flow, a handler that raised) was answered with a
-    JSON-RPC error quoting an error id; logged once, at ERROR, with the exception.
+``structlog.configure()``: the application owns logging. Every event toolguard logs,
+with its level and fields, is listed in ``docs/logging.md`` (a test keeps the page
+and the code in step); the names used here are the ``EVENT_*`` constants below.
 """
 
 from __future__ import annotations
