@@ -7,9 +7,10 @@ Anthropic, replace ``ScriptedClient()`` with ``anthropic.Anthropic()``.
 The three toolguard calls: ``tools()`` (declare), ``parse_calls()`` (tool_use blocks
 in), ``message()`` (one user message of tool_result blocks, with ``is_error``).
 
-Run from the root of a clone::
+Run from the root of a clone (it needs the anthropic SDK, which no toolguard extra
+installs; the test extra does)::
 
-    python3 -m venv .venv && .venv/bin/pip install -e .
+    python3 -m venv .venv && .venv/bin/pip install -e . anthropic
     .venv/bin/python examples/anthropic_loop.py
 """
 

@@ -1,8 +1,11 @@
 """An existing CrewAI crew, its tools guarded by toolguard with one added line.
 
-Run: python examples/crewai_app.py   (offline: the model is a ``BaseLLM`` subclass
-playing a script of tool calls, CrewAI's way to bring a custom model; in CrewAI's own
-environment, see .ci/extras)
+Offline: the model is a ``BaseLLM`` subclass playing a script of tool calls, CrewAI's
+way to bring a custom model. CrewAI needs an environment of its own (it pins
+``openai<3`` and ``mcp<2``, which the other extras exclude); from the root of a clone::
+
+    python3 -m venv .venv-crewai && .venv-crewai/bin/pip install -e ".[crewai]"
+    .venv-crewai/bin/python examples/crewai_app.py
 
 The app is written as for plain CrewAI: ``@tool`` functions (one with
 ``result_as_answer=True``), an ``Agent``, a ``Task``, a ``Crew``. The one line

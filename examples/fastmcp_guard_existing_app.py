@@ -11,7 +11,7 @@ Run offline with FastMCP's in-memory client::
     python3 -m venv .venv && .venv/bin/pip install -e ".[fastmcp]"
     .venv/bin/python examples/fastmcp_guard_existing_app.py
 
-(Installed from PyPI: ``pip install "toolguard-agents[fastmcp]"``.)
+(Once toolguard is released: ``pip install "toolguard-agents[fastmcp]"``.)
 """
 
 from __future__ import annotations

@@ -9,7 +9,11 @@ message with an error id, the cause is logged once with that id, and the
 ``ToolError`` the author wrote for the model arrives as written.
 
 Offline: a scripted ``BaseLlm`` stands in for Gemini (ADK's own extension point
-for models). Run it: ``python examples/google_adk_app.py``.
+for models). Google ADK needs an environment of its own (it pins ``google-genai<3``,
+which the test extra excludes); from the root of a clone::
+
+    python3 -m venv .venv-google-adk && .venv-google-adk/bin/pip install -e ".[google-adk]"
+    .venv-google-adk/bin/python examples/google_adk_app.py
 """
 
 # example-environment: google.adk

@@ -1,7 +1,10 @@
 """An existing LlamaIndex agent, its tools guarded by toolguard with one added line.
 
-Run: python examples/llama_index_app.py   (offline: the model is LlamaIndex's own
-``MockFunctionCallingLLM`` playing a script of tool calls)
+Offline: the model is LlamaIndex's own ``MockFunctionCallingLLM`` playing a script of
+tool calls. Run from the root of a clone::
+
+    python3 -m venv .venv && .venv/bin/pip install -e ".[llama-index]"
+    .venv/bin/python examples/llama_index_app.py
 
 The app is written as for plain LlamaIndex: ``FunctionTool``s (one of them takes the
 workflow ``Context``, one is ``return_direct``), a ``FunctionAgent``, a ``Context``

@@ -8,7 +8,7 @@ Run offline with the SDK's own in-process client::
     python3 -m venv .venv && .venv/bin/pip install -e ".[mcp]"
     .venv/bin/python examples/mcp_guard_existing_server.py
 
-(Installed from PyPI: ``pip install "toolguard-agents[mcp]"``.)
+(Once toolguard is released: ``pip install "toolguard-agents[mcp]"``.)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ To serve the same tools to a real MCP host (Claude Desktop, an IDE, ...) over
 stdio, point it at ``.venv/bin/toolguard serve-mcp examples.mcp_server:dispatcher`` (run from
 the root of the clone, so that ``examples`` is importable).
 
-(Installed from PyPI: ``pip install "toolguard-agents[mcp]"``.)
+(Once toolguard is released: ``pip install "toolguard-agents[mcp]"``.)
 """
 
 from __future__ import annotations

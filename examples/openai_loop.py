@@ -7,9 +7,10 @@ OpenAI, replace ``ScriptedClient()`` with ``openai.OpenAI()``.
 The three toolguard calls: ``tools()`` (declare), ``parse_calls()`` (tool calls in),
 ``messages()`` (results out).
 
-Run from the root of a clone::
+Run from the root of a clone (it needs the openai SDK, which no toolguard extra
+installs on its own; openai-agents and the test extra bring it)::
 
-    python3 -m venv .venv && .venv/bin/pip install -e .
+    python3 -m venv .venv && .venv/bin/pip install -e . openai
     .venv/bin/python examples/openai_loop.py
 """
 

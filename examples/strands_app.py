@@ -9,7 +9,11 @@ log of it is dropped), and the ``ToolError`` the author wrote for the model arri
 as written.
 
 Offline: a scripted ``strands.models.Model`` stands in for Bedrock (Strands' own
-extension point for model providers). Run it: ``python examples/strands_app.py``.
+extension point for model providers). Strands needs an environment of its own (it pins
+``mcp<2.2``, which the mcp extra excludes); from the root of a clone::
+
+    python3 -m venv .venv-strands && .venv-strands/bin/pip install -e ".[strands]"
+    .venv-strands/bin/python examples/strands_app.py
 """
 
 # example-environment: strands

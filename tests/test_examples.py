@@ -7,8 +7,11 @@ module is installed (its own environment, ``.ci/extras``) and is left out elsewh
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +54,54 @@ def test_example_runs(script: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.strip(), "an example should show what it does"
+
+
+ALL_EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+def _imported(source: str) -> set[str]:
+    """The top-level packages a script imports that are neither stdlib nor toolguard."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"toolguard", "__future__"}
+
+
+def _installed_by(command: str) -> set[str]:
+    """The distributions (lower case, ``-`` for ``_``) a ``pip install -e ".[x,y]" a b``
+    line installs: toolguard's own requirements, its extras' and the names it lists."""
+    words = command.split("pip install", 1)[1].split()
+    extras = set(re.findall(r"\[([^\]]*)\]", command))
+    wanted = {e.strip() for group in extras for e in group.split(",")}
+    found = {_norm(w) for w in words if not w.startswith(("-", '"', ".", "/"))}
+    for requirement in importlib.metadata.requires("toolguard-agents") or []:
+        name = _norm(re.split(r"[ ;<>=!\[]", requirement, maxsplit=1)[0])
+        marker = re.search(r"""extra == ["']([^"']+)["']""", requirement)
+        if marker is None or marker.group(1) in wanted:
+            found.add(name)
+    return found | {f"extra:{extra}" for extra in wanted}
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+@pytest.mark.parametrize("script", ALL_EXAMPLES, ids=lambda p: p.name)
+def test_an_examples_docstring_names_the_install_it_needs(script: Path) -> None:
+    """Each example says, in its docstring, the pip line that installs every package it
+    imports (a toolguard extra, or the package itself)."""
+    source = script.read_text(encoding="utf-8")
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    commands = [line for line in docstring.splitlines() if "pip install" in line]
+    assert commands, f"{script.name}: its docstring has no pip install line"
+    installed = set().union(*map(_installed_by, commands))
+    distributions = importlib.metadata.packages_distributions()
+    for module in _imported(source):
+        names = {_norm(d) for d in distributions.get(module, [])} | {_norm(module)}
+        # a distribution the line installs, or an extra named for the framework (one of
+        # another environment, not installed here: google-adk for google.adk)
+        extra = any(i.startswith(f"extra:{_norm(module)}") for i in installed)
+        assert names & installed or extra, (script.name, module, commands)
