@@ -453,3 +453,49 @@ def test_a_local_name_compile_refuses_leaves_a_stand_in_without_locals() -> None
         stand_in, _ = _locals._stand_in(frame, frame.f_lasti, frame.f_lineno, values)
     assert stand_in.f_locals == {}
     assert stand_in.f_code.co_name == "_nested"
+
+
+# --- README's and SECURITY.md's promises about logs, in rendered output ------------------------
+
+
+@tool
+def settle(invoice: int, token: str) -> str:
+    """Settle an invoice."""
+    try:
+        raise TimeoutError("ledger.internal:5432 did not answer")
+    except TimeoutError as slow:
+        error = ConnectionError("the ledger is unreachable")
+        error.add_note("retried on replica 2")
+        raise error from slow
+
+
+@pytest.mark.parametrize("configuration", ["json, format_exc_info", "json, dict_tracebacks"])
+def test_the_logging_promises_hold_in_the_rendered_output(configuration: str) -> None:
+    """README ("Logging") and SECURITY.md ("What toolguard promises", "What toolguard does
+    not promise"): a hidden failure is one event, under the error id the result carries,
+    naming the tool, the call, the level that answered and the exception's type; the
+    whole cause is there (message, cause chain, notes); secret-looking arguments are
+    redacted."""
+    token = f"tok-{secrets.token_hex(8)}"
+    call = ToolCall(name="settle", arguments={"invoice": 7, "token": token}, id="call_9")
+    results: list[Any] = []
+    text = CONFIGURATIONS[configuration](
+        lambda: results.append(Dispatcher([settle]).dispatch(call))
+    )
+    [result] = results
+    events = [json.loads(line) for line in text.splitlines()]
+    [event] = [e for e in events if e.get("error_id") == result.error_id]  # exactly once
+    assert len(events) == 1
+    assert event["event"] == "tool_error_hidden"
+    assert (event["tool"], event["call_id"], event["answered_by"]) == (
+        "settle",
+        "call_9",
+        "builtin",
+    )
+    assert event["error_type"] == "ConnectionError"
+    assert event["arguments"] == {"invoice": 7, "token": "[redacted]"}
+    rendered = json.dumps(event["exception"])
+    for part in ("the ledger is unreachable", "ledger.internal:5432", "retried on replica 2"):
+        assert part in rendered  # the whole cause: message, cause chain, notes
+    assert not _leaked(text, token)
+    assert result.error_id in result.content  # the id the model's message quotes
