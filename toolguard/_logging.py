@@ -152,27 +152,30 @@ class Secrets:
     (cut from the event, or not parsed): then a secret may be there all the same.
     """
 
-    __slots__ = ("found", "numbers", "pattern", "texts", "unsearched")
+    __slots__ = ("found", "keys", "numbers", "texts", "unsearched")
 
     def __init__(self, keys: tuple[str, ...]) -> None:
-        self.pattern = _redaction(keys)
-        self.texts: set[str] = set()
-        self.numbers: set[int | float] = set()
+        # built on every logged failure: the sets only once something is found
+        self.keys = keys
         self.found = False
         self.unsearched = False
 
     @property
     def wanted(self) -> bool:
         """Whether a traceback's locals may hold a secret of these arguments."""
-        return self.pattern is not None and (self.found or self.unsearched)
+        return (self.found or self.unsearched) and bool(self.keys)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether a value under ``key`` (or a local, an attribute so named) is redacted."""
-        return self.pattern is not None and _is_secret(self.pattern, key)
+        pattern = _redaction(self.keys)
+        return pattern is not None and _is_secret(pattern, key)
 
     def add(self, value: Any) -> None:
         """Remember the text and numbers in ``value``, a value under a redacted key."""
-        self.found = True
+        if not self.found:
+            self.found = True
+            self.texts: set[str] = set()
+            self.numbers: set[int | float] = set()
         stack = [(value, 0)]
         while stack:
             item, depth = stack.pop()

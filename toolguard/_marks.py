@@ -71,9 +71,14 @@ def is_control_flow(error: BaseException) -> bool:
     and an exception group holding any of those (at any depth: an ``asyncio.TaskGroup``
     wraps what its tasks raised) all pass through as raised.
     """
-    if not isinstance(error, BaseExceptionGroup):
-        return _signal(error)
-    return any(_signal(member) for member in _members(error))
+    # _signal's test, inline: a failure asks this a few times on its way
+    if not isinstance(error, Exception) or isinstance(error, _control_flow_types):
+        return True
+    if _control_flow_checks and any(_checked(check, error) for check in _control_flow_checks):
+        return True
+    if isinstance(error, BaseExceptionGroup):  # its members, by _signal's rule
+        return any(_signal(member) for member in _members(error))
+    return False
 
 
 def _signal(error: BaseException) -> bool:

@@ -74,8 +74,8 @@ class _Search:
 
     def __init__(self, secrets: Secrets) -> None:
         self.secret_key: Callable[[str], bool] = secrets.is_secret_key
-        self.texts: set[str] = set(secrets.texts)
-        self.numbers: set[int | float] = set(secrets.numbers)
+        self.texts: set[str] = set(secrets.texts) if secrets.found else set()
+        self.numbers: set[int | float] = set(secrets.numbers) if secrets.found else set()
         self.total = _Budget(_TOTAL)
 
     # --- the parts of a value -------------------------------------------------------
