@@ -330,9 +330,7 @@ class Dispatcher:
         ``session.scope(step=...)``."""
         return Scope(self._runner)
 
-    def round_stops(
-        self, stops: Sequence[bool], *, mode: ReturnDirectMode | None = None
-    ) -> bool:
+    def round_stops(self, stops: Sequence[bool], *, mode: ReturnDirectMode | None = None) -> bool:
         """Whether a round whose calls asked to stop (``stops``, one per call, in call
         order) ends the agent loop, under ``mode`` (``"any"`` or ``"all"``; by default
         this agent's ``return_direct_mode``): for an integration whose framework
