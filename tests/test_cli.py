@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from toolguard import Dispatcher, ToolCall, ToolError, ToolPolicy, tool
-from toolguard._targets import TargetError, load_target
 from toolguard.cli import FORMATS, main
 from toolguard.handlers import on
+from toolguard.targets import TargetError, load_target
 
 ROOT = Path(__file__).parent.parent
 BROKEN = ROOT / "tests" / "policy_corpus" / "several_problems_in_order.toml"

@@ -154,13 +154,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "testing": {*_CORE_VALUES, "_logging", "_scripted"},
 }
 # The top: they may import any unit of the core above (never each other's privates).
-_TOP = ("", "cli", "pytest_plugin", "_demo", "_targets", "_explained", "formats", "integrations")
+_TOP = ("", "cli", "pytest_plugin", "_demo", "targets", "_explained", "formats", "integrations")
 for _top in _TOP:
     MAY_IMPORT[_top] = {*MAY_IMPORT, "testing"} - set(_TOP)
-MAY_IMPORT["cli"] |= {"_demo", "_targets", "_explained", "", "integrations"}  # serve-mcp, lazily
+MAY_IMPORT["cli"] |= {"_demo", "targets", "_explained", "", "integrations"}  # serve-mcp, lazily
 MAY_IMPORT["_demo"] |= {""}
 MAY_IMPORT["pytest_plugin"] |= {""}
-MAY_IMPORT["integrations"] |= {"", "formats", "_targets"}  # "": the public face, toolguard
+MAY_IMPORT["integrations"] |= {"", "formats", "targets"}  # "": the public face, toolguard
 
 
 def _unit(module: str) -> str:
@@ -351,6 +351,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "toolguard.pytest_plugin": ["toolguard_defaults", "toolguard_events"],
     "toolguard.cli": ["build_parser", "main"],
+    "toolguard.targets": ["TargetError", "importable_cwd", "load_target"],
     "toolguard.formats": ["anthropic", "gemini", "mcp", "openai", "strict_schema"],
     "toolguard.stores": [
         "AsyncStore",
@@ -418,7 +419,16 @@ def test_every_type_ignore_in_the_package_says_why() -> None:
 
 # --- integrations stand on public names ---------------------------------------------
 
-_PUBLIC_UNITS = {"", "errors", "handlers", "testing", "stores", "formats", "integrations"}
+_PUBLIC_UNITS = {
+    "",
+    "errors",
+    "handlers",
+    "testing",
+    "targets",
+    "stores",
+    "formats",
+    "integrations",
+}
 
 
 def _core_private_names() -> set[str]:
@@ -474,8 +484,6 @@ NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
         "toolguard.integrations.google_adk",
         "toolguard.integrations.langchain",
         "toolguard.integrations.llama_index",
-        # the MODULE:ATTR loader it re-exports is toolguard._targets, shared with the CLI
-        "toolguard.integrations.mcp._stdio",
         "toolguard.integrations.strands",
     }
 )

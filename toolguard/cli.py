@@ -19,9 +19,9 @@ from typing import Final, NoReturn, TextIO
 from toolguard import __version__
 from toolguard._explained import as_json, as_table
 from toolguard._suggest import did_you_mean
-from toolguard._targets import TargetError, importable_cwd, load_target
 from toolguard.errors import ToolDefinitionError
 from toolguard.files._load import PolicyFileError, load_policy, presets
+from toolguard.targets import TargetError, importable_cwd, load_target
 
 __all__ = ["build_parser", "main"]
 

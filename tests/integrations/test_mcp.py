@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-import toolguard._targets
+import toolguard.targets
 from tests.integrations import _mcp_tools as tools
 from toolguard import Dispatcher, tool
 from toolguard.integrations.mcp import (
@@ -319,8 +319,8 @@ def test_call_tool_result_never_carries_the_artifact() -> None:
 
 def test_load_target_is_toolguards_shared_one() -> None:
     """The same ``MODULE:ATTR`` rules as the ``toolguard`` command; old names kept."""
-    assert load_target is toolguard._targets.load_target
-    assert TargetError is toolguard._targets.TargetError
+    assert load_target is toolguard.targets.load_target
+    assert TargetError is toolguard.targets.TargetError
 
 
 def test_load_target_accepts_a_dispatcher_a_list_or_a_tool() -> None:

@@ -17,11 +17,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from toolguard import Dispatcher
-
-# Not yet public: the MODULE:ATTR loader is a top-level module the `toolguard` command
-# shares (toolguard._targets); tests/test_structure.py lists this module for it.
-from toolguard._targets import TargetError, load_target
 from toolguard.integrations.mcp._server import mcp_server
+from toolguard.targets import TargetError, load_target
 
 __all__ = ["TargetError", "load_target", "main", "run_stdio", "serve_stdio"]
 

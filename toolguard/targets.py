@@ -1,4 +1,6 @@
-"""``MODULE:ATTR``: the command line's way to name an agent's tools.
+"""``MODULE:ATTR``: the command line's way to name an agent's tools (public: the
+``toolguard`` command and ``python -m toolguard.integrations.mcp`` read their targets
+with it, and an application's own entry points may too).
 
 ``load_target("myapp.agent:dispatcher")`` imports ``myapp.agent`` (with the
 current directory importable, as ``python -m`` does) and returns the
