@@ -46,14 +46,14 @@ from toolguard._tool import AnyTool, BoundTool, Tool
 from toolguard._values import Output, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations._common import guarded
-from toolguard.integrations._langchain_messages import (
+from toolguard.integrations.langchain._conversation import Scope
+from toolguard.integrations.langchain._messages import (
     decided,
     is_native,
     message_content,
     native_text,
     tool_message,
 )
-from toolguard.integrations._langchain_scope import Scope
 
 __all__ = [
     "GUARDED",

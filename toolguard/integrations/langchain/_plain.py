@@ -38,7 +38,7 @@ from toolguard._text import shown
 from toolguard._values import ToolCall
 from toolguard.errors import UnknownTool
 from toolguard.guard._guard import Guard
-from toolguard.integrations._langchain_tool import ToolguardWarning
+from toolguard.integrations.langchain._tool import ToolguardWarning
 from toolguard.policy._values import ToolPolicy
 from toolguard.schema._arguments import Arguments
 

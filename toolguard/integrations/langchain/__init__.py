@@ -78,7 +78,8 @@ from toolguard._marks import is_control_flow
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, register_control_flow
-from toolguard.integrations._langchain_messages import (
+from toolguard.integrations.langchain._conversation import Scope
+from toolguard.integrations.langchain._messages import (
     METADATA_KEY,
     as_toolguard_content,
     decided,
@@ -87,7 +88,7 @@ from toolguard.integrations._langchain_messages import (
     stop_update,
     tool_message,
 )
-from toolguard.integrations._langchain_plain import (
+from toolguard.integrations.langchain._plain import (
     Once,
     PlainTool,
     Probe,
@@ -95,8 +96,7 @@ from toolguard.integrations._langchain_plain import (
     unknown_tool,
     visible,
 )
-from toolguard.integrations._langchain_scope import Scope
-from toolguard.integrations._langchain_tool import (
+from toolguard.integrations.langchain._tool import (
     GUARDED,
     LangChainToolOptions,
     ToolguardTool,
