@@ -478,11 +478,6 @@ NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
         "toolguard.integrations._llama_index_tools",
         "toolguard.integrations.crewai",
         "toolguard.integrations.google_adk",
-        "toolguard.integrations.langchain",
-        "toolguard.integrations.langchain._conversation",
-        "toolguard.integrations.langchain._messages",
-        "toolguard.integrations.langchain._plain",
-        "toolguard.integrations.langchain._tool",
         "toolguard.integrations.llama_index",
         "toolguard.integrations.strands",
     }

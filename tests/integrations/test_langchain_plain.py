@@ -1,8 +1,11 @@
-"""``ToolguardMiddleware`` guarding plain LangChain tools in place (issues 12 and 14).
+"""``ToolguardMiddleware`` guarding plain LangChain tools in place: its settings.
 
 Every test drives a real ``create_agent`` agent (LangChain's fake chat model playing
 a script) whose tools are LangChain's own ``@tool``s: the app as written, plus the
-middleware.
+middleware. What must stay as LangChain does it, unguarded against guarded, is the
+conformance driver's (``conformance/test_langchain.py``); here, what the policy does
+(bounded answers, ToolException, retries, timeouts, breakers, budgets, the tool's own
+answers, ``max_result_chars``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import warnings
 from typing import Annotated, Any
 
 import pydantic
@@ -25,7 +29,7 @@ from langgraph.types import Command, interrupt
 
 import toolguard
 from toolguard import Breaker, Dispatcher, Retry, RetryWithFeedback, ToolError, ToolPolicy
-from toolguard.handlers import always, generic_unless_visible, on
+from toolguard.handlers import always, fail, generic_unless_visible, on
 from toolguard.integrations.langchain import ToolguardMiddleware, ToolguardWarning
 
 from .langchain_helpers import (
@@ -52,7 +56,7 @@ def guard(*names: str, **options: Any) -> ToolguardMiddleware:
 THREAD: Any = {"configurable": {"thread_id": "thread-1"}}
 
 
-# --- issue 12: a ValidationError the tool's body raises ------------------------------------
+# --- the model's arguments (a body's ValidationError: conformance/test_langchain.py) -------
 
 
 class UpstreamReply(pydantic.BaseModel):
@@ -515,43 +519,58 @@ def test_an_override_for_a_plain_tool_not_named_external_is_refused_at_construct
         Dispatcher([], overrides={"flaky": ToolPolicy(retries=2)})
 
 
-# --- issue 14: what answers before toolguard can ---------------------------------------------
+# --- the tool's own answers: the author's word, at the tool level --------------------------
 
 
 def _legacy(q: str) -> str:
     """A tool that answers its own ToolExceptions, LangChain style."""
-    raise ToolException(f"legacy failure {SECRET}")
+    raise ToolException(f"Legacy is busy; try {q} later.")
 
 
 legacy = StructuredTool.from_function(_legacy, name="legacy", handle_tool_error=True)
 
 
-def test_a_plain_tool_with_handle_tool_error_warns_once() -> None:
-    with pytest.warns(ToolguardWarning, match=r"handle_tool_error=True") as warned:
-        run(
-            [legacy],
-            [
-                ai(("legacy", {"q": "1"}, "c1")),
-                ai(("legacy", {"q": "2"}, "c2")),
-                AIMessage(""),
-            ],
-            middleware=[guard("legacy")],
-        )
-    assert len([w for w in warned if issubclass(w.category, ToolguardWarning)]) == 1
-
-
-def test_tool_retry_middleware_on_its_leaking_default_inside_warns_once() -> None:
-    flaky, _ = flaky_tool(failures=9)
-    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.001, jitter=False)
-    with pytest.warns(ToolguardWarning, match="on_failure='continue'") as warned:
+def test_a_tools_own_error_answer_is_kept_even_where_the_agent_default_fails() -> None:
+    """``handle_tool_error`` is the tool author's word: the tool level of the chain,
+    asked before the agent's ``on_error=fail``; kept as written, nothing logged."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ToolguardWarning either
         messages, _ = run(
-            [flaky],
-            [ai(("flaky", {"q": "1"}, "c1")), ai(("flaky", {"q": "2"}, "c2")), AIMessage("")],
-            middleware=[guard("flaky"), retry],
+            [legacy],
+            [ai(("legacy", {"q": "1"}, "c1")), AIMessage("")],
+            middleware=[guard("legacy", on_error=fail)],
         )
-    assert len([w for w in warned if issubclass(w.category, ToolguardWarning)]) == 1
-    # what the warning is about: LangChain's message, with the exception's text
-    assert SECRET in str(tool_messages(messages)["c1"].content)
+    answer = tool_messages(messages)["c1"]
+    assert (answer.status, answer.content) == ("error", "Legacy is busy; try 1 later.")
+    assert "toolguard" not in answer.response_metadata
+
+
+def test_an_override_still_answers_a_tools_own_error_answer() -> None:
+    messages, _ = run(
+        [legacy],
+        [ai(("legacy", {"q": "1"}, "c1")), AIMessage("")],
+        middleware=[
+            guard("legacy", overrides={"legacy": ToolPolicy(on_error=always("Legacy is off."))})
+        ],
+    )
+    answer = tool_messages(messages)["c1"]
+    assert (answer.status, answer.content) == ("error", "Legacy is off.")
+
+
+def test_tool_retry_middlewares_own_answer_inside_is_kept_as_it_wrote_it(logs: Logs) -> None:
+    """``on_failure="continue"`` (its default) answers with its own message, which quotes
+    the exception: the app's choice, kept; ``on_failure="error"`` lets toolguard answer."""
+    flaky, calls = flaky_tool(failures=9)
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.001, jitter=False)
+    messages, _ = run(
+        [flaky],
+        [ai(("flaky", {"q": "1"}, "c1")), AIMessage("")],
+        middleware=[guard("flaky"), retry],
+    )
+    assert calls == [1, 2]
+    answer = tool_messages(messages)["c1"]
+    assert answer.status == "error" and "2 attempts" in str(answer.content)
+    assert logs == []
 
 
 def test_tool_retry_middleware_raising_inside_lets_toolguard_answer(logs: Logs) -> None:
@@ -654,10 +673,16 @@ def test_max_result_chars_bounds_a_plain_tools_content_blocks_as_a_whole() -> No
     assert "1 image(s) omitted" in content[-1]["text"]  # type: ignore[index]
 
 
+LINKED: list[dict[str, Any]] = [
+    {"type": "text", "text": "a caption " * 15},
+    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+]
+
+
 @lc_tool
 def linked(page: str) -> list[dict[str, Any]]:
-    """A block toolguard has no form for."""
-    return [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]
+    """A block toolguard has no form for, beside text."""
+    return LINKED
 
 
 def test_max_result_chars_on_blocks_toolguard_cannot_read_warns_and_keeps_them() -> None:
@@ -667,9 +692,18 @@ def test_max_result_chars_on_blocks_toolguard_cannot_read_warns_and_keeps_them()
             [ai(("linked", {"page": "p"}, "c1")), AIMessage("")],
             middleware=[guard("linked", overrides={"linked": ToolPolicy(max_result_chars=100)})],
         )
-    assert tool_messages(messages)["c1"].content == [
-        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
-    ]
+    assert tool_messages(messages)["c1"].content == LINKED
+
+
+def test_blocks_toolguard_cannot_read_within_max_result_chars_pass_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        messages, _ = run(
+            [linked],
+            [ai(("linked", {"page": "p"}, "c1")), AIMessage("")],
+            middleware=[guard("linked", overrides={"linked": ToolPolicy(max_result_chars=500)})],
+        )
+    assert tool_messages(messages)["c1"].content == LINKED
 
 
 def test_a_plain_tool_returning_a_command_is_left_as_it_is() -> None:
@@ -706,8 +740,9 @@ def test_a_tool_error_raised_by_a_plain_tool_reaches_the_model_under_a_hiding_ov
     assert tool_messages(messages)["c1"].content == "There is no order 1."
 
 
-def test_the_probe_leaves_the_tool_itself_untouched() -> None:
-    before = dict(read_balance.__dict__)
+def test_the_middleware_leaves_the_tool_itself_untouched() -> None:
+    run([read_balance], [ai(("read_balance", {"account": "a"}, "c0")), AIMessage("")])
+    before = dict(read_balance.__dict__)  # after LangChain's own first-use caches
     run(
         [read_balance],
         [ai(("read_balance", {"account": "a"}, "c1")), AIMessage("")],
@@ -718,7 +753,7 @@ def test_the_probe_leaves_the_tool_itself_untouched() -> None:
         read_balance.invoke({"account": "a"})  # LangChain's own behaviour, unguarded
 
 
-def test_parallel_calls_each_get_their_own_probe() -> None:
+def test_parallel_calls_each_get_their_own_witness() -> None:
     barrier = threading.Barrier(2, timeout=5)
     seen: list[str] = []
 

@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 import toolguard
-from toolguard import Breaker, Dispatcher, RetryWithFeedback, ToolPolicy
+from toolguard import Breaker, Dispatcher, Output, RetryWithFeedback, ToolPolicy
 from toolguard.integrations.langchain import (
     ToolguardMiddleware,
     ToolguardWarning,
@@ -287,8 +287,8 @@ def test_a_tool_message_content_blocks_and_an_artifact_pair_pass_through() -> No
         {"type": "image", "url": "https://x/y.png"},
     ]
     assert (answers["c3"].content, answers["c3"].artifact) == ("content p", {"rows": [1, 2]})
-    for answer in answers.values():
-        assert answer.response_metadata["toolguard"] == {"return_direct": False, "error_id": None}
+    for answer in answers.values():  # toolguard decided nothing: it adds nothing
+        assert "toolguard" not in answer.response_metadata
 
 
 def test_a_list_of_strings_is_data_serialised_by_toolguard() -> None:
@@ -329,7 +329,29 @@ def test_a_return_direct_tool_answering_with_its_own_message_ends_the_loop() -> 
         middleware=[ToolguardMiddleware(dispatcher)],
     )
     assert messages[-1].content == "final: 42"
+    assert messages[-1].response_metadata["toolguard"]["return_direct"] is True
     assert [m.content for m in unused] == ["never"]
+
+
+class Opaque:
+    """An artifact toolguard cannot serialise (a client, a frame, ...)."""
+
+
+def test_an_artifact_toolguard_cannot_serialise_rides_on_output() -> None:
+    """The dispatcher serialises what a tool returns before LangChain sees it; an
+    artifact that is not JSON goes in ``Output(artifact=...)``, never serialised."""
+    opaque = Opaque()
+
+    @toolguard.tool
+    def fetch(text: str) -> Output:
+        """Fetch with a raw object beside the text."""
+        return Output(content=f"fetched {text}", artifact=opaque)
+
+    messages, _ = run(
+        [as_langchain_tool(fetch)], [ai(("fetch", {"text": "x"}, "c")), AIMessage("")]
+    )
+    answer = tool_messages(messages)["c"]
+    assert (answer.content, answer.artifact, answer.status) == ("fetched x", opaque, "success")
 
 
 # --- LangChain's tool options ------------------------------------------------------------------

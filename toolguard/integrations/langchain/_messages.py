@@ -2,26 +2,27 @@
 
 Part of :mod:`toolguard.integrations.langchain` (which re-exports the public names):
 content conversions both ways, :func:`tool_message`, the decision carried in
-``ToolMessage.response_metadata["toolguard"]``, :func:`stop_requested`, the update
-that ends a ``create_agent`` loop with the stopping message last, and which return
-values are LangChain's own (they pass through untouched).
+``ToolMessage.response_metadata["toolguard"]`` (only where toolguard decided
+something: its own answers, and a message that asks to stop), :func:`stop_requested`,
+the update that ends a ``create_agent`` loop with the stopping message last, and which
+return values are LangChain's own (they pass through untouched).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final, Literal
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.messages.tool import ToolOutputMixin
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from toolguard._values import Content, ContentBlock, Image, Text, ToolResult
-from toolguard.runner._rounds import round_stops
+from toolguard import Dispatcher, Image, Text, ToolResult
 
 __all__ = [
-    "METADATA_KEY",
     "BLOCK_TYPES",
+    "METADATA_KEY",
     "as_toolguard_content",
     "decided",
     "is_native",
@@ -32,11 +33,16 @@ __all__ = [
     "tool_message",
 ]
 
+Content: TypeAlias = str | tuple[Text | Image, ...]
+Stops: TypeAlias = Callable[[Sequence[bool]], bool]
+
 METADATA_KEY: Final = "toolguard"
 """Key in ``ToolMessage.response_metadata`` of toolguard's decision about a call:
-``{"return_direct": bool, "error_id": str | None}``. Chat model integrations send a
-tool result's content and call id, not its ``response_metadata`` (langchain-openai
-keeps only ``content``, ``role`` and ``tool_call_id``)."""
+``{"return_direct": bool, "error_id": str | None}``, on the messages toolguard wrote
+and on a message that asks the loop to stop; a message toolguard decided nothing about
+carries nothing. Chat model integrations send a tool result's content and call id, not
+its ``response_metadata`` (langchain-openai keeps only ``content``, ``role`` and
+``tool_call_id``)."""
 
 BLOCK_TYPES: Final = frozenset(
     {"text", "image_url", "image", "json", "search_result", "custom_tool_call_output"}
@@ -69,7 +75,7 @@ def as_toolguard_content(content: str | list[str | dict[str, Any]]) -> Content |
     """
     if isinstance(content, str):
         return content
-    blocks: list[ContentBlock] = []
+    blocks: list[Text | Image] = []
     for block in content:
         if isinstance(block, str):
             blocks.append(Text(text=block))
@@ -111,7 +117,12 @@ def tool_message(result: ToolResult) -> ToolMessage:
 
 
 def decided(message: ToolMessage, return_direct: bool, error_id: str | None = None) -> ToolMessage:
-    """``message`` carrying toolguard's decision (a copy; the rest is unchanged)."""
+    """``message`` carrying toolguard's decision (a copy; the rest is unchanged).
+
+    Where there is nothing to carry (no stop, no error id), ``message`` itself.
+    """
+    if not return_direct and error_id is None:
+        return message
     metadata = {
         **message.response_metadata,
         METADATA_KEY: {"return_direct": return_direct, "error_id": error_id},
@@ -139,6 +150,12 @@ def _asked_to_stop(message: AnyMessage) -> bool:
     return isinstance(decision, dict) and decision.get("return_direct") is True
 
 
+@functools.cache
+def _rule(mode: Literal["any", "all"]) -> Stops:
+    """The core's rule for a round (``Dispatcher.round_stops``) under ``mode``."""
+    return Dispatcher([], return_direct_mode=mode).round_stops
+
+
 def stop_requested(messages: Sequence[AnyMessage], *, mode: Literal["any", "all"] = "any") -> bool:
     """Whether the last round of tool calls asked the agent loop to stop.
 
@@ -150,14 +167,13 @@ def stop_requested(messages: Sequence[AnyMessage], *, mode: Literal["any", "all"
     start = _last_round(messages)
     if start is None:
         return False
-    return round_stops([_asked_to_stop(message) for message in messages[start:]], mode)
+    return _rule(mode)([_asked_to_stop(message) for message in messages[start:]])
 
 
-def stop_update(
-    messages: Sequence[AnyMessage], mode: Literal["any", "all"]
-) -> dict[str, Any] | None:
+def stop_update(messages: Sequence[AnyMessage], stops: Stops) -> dict[str, Any] | None:
     """The state update that ends a ``create_agent`` loop after a stopping round, or
-    ``None`` when the round does not stop it.
+    ``None`` when the round does not stop it (``stops``: the agent's rule for a round,
+    ``Dispatcher.round_stops``).
 
     The agent's last message is then the ``ToolMessage`` of the tool that stopped it:
     when the round's last answer did not ask to stop (a parallel round in which the
@@ -170,7 +186,7 @@ def stop_update(
         return None
     answers = list(messages[start:])
     asked = [_asked_to_stop(message) for message in answers]
-    if not round_stops(asked, mode):
+    if not stops(asked):
         return None
     if asked[-1]:
         return {"jump_to": "end"}
