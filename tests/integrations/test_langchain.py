@@ -425,39 +425,6 @@ def note(text: str) -> str:
 FINISH_STOPS = {"finish_*": ToolPolicy(return_direct=True)}
 
 
-def test_middleware_hides_a_plain_tools_cause_and_logs_it_once(logs: Logs) -> None:
-    messages, _ = run(
-        [pay],
-        [ai(("pay", {"card": "4242"}, "call-1")), AIMessage("Payment failed.")],
-        middleware=[ToolguardMiddleware()],
-    )
-
-    event = hidden_event(messages, logs)
-    answer = tool_messages(messages)["call-1"]
-    assert (event["event"], event["tool"], event["call_id"]) == (
-        "tool_error_hidden",
-        "pay",
-        "call-1",
-    )
-    assert answer.status == "error"
-    assert answer.content == builtin_message("pay", event["error_id"])
-    assert messages[-1].content == "Payment failed."
-
-
-def test_middleware_sends_a_plain_tools_tool_error_message() -> None:
-    messages, _ = run(
-        [lookup],
-        [ai(("lookup", {"order_id": 42}, "call-1")), AIMessage("Which order?")],
-        middleware=[ToolguardMiddleware()],
-    )
-
-    answer = tool_messages(messages)["call-1"]
-    assert (answer.status, answer.content) == (
-        "error",
-        "There is no order 42. Ask the user to check it.",
-    )
-
-
 def test_middleware_applies_agent_defaults_and_overrides_to_plain_tools(logs: Logs) -> None:
     guard = Dispatcher(
         [],

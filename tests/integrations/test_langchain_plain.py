@@ -75,60 +75,6 @@ def read_balance(account: str) -> str:
 
 
 @lc_tool
-async def aread_balance(account: str) -> str:
-    """Read an account's balance (async)."""
-    await asyncio.sleep(0)
-    UpstreamReply.model_validate({"balance": f"token={SECRET}", "accounts": {}})
-    return "never"
-
-
-def test_a_validation_error_raised_by_a_plain_tools_body_is_hidden_and_logged_once(
-    logs: Logs,
-) -> None:
-    """ToolNode would send its text (values and loc keys) to the model as "bad arguments"."""
-    messages, _ = run(
-        [read_balance],
-        [ai(("read_balance", {"account": "a1"}, "c1")), AIMessage("Sorry.")],
-        middleware=[guard("read_balance")],
-    )
-
-    event = hidden_event(messages, logs)
-    assert f"iban-{SECRET}" in repr(event["exc_info"])  # the loc key, in the log only
-    answer = tool_messages(messages)["c1"]
-    assert (event["event"], event["tool"], event["call_id"]) == (
-        "tool_error_hidden",
-        "read_balance",
-        "c1",
-    )
-    assert isinstance(event["exc_info"], pydantic.ValidationError)
-    assert answer.status == "error"
-    assert answer.content == builtin_message("read_balance", event["error_id"])
-    assert answer.response_metadata["toolguard"]["error_id"] == event["error_id"]
-
-
-async def test_a_validation_error_raised_by_an_async_plain_tool_is_hidden_on_the_async_path(
-    logs: Logs,
-) -> None:
-    messages, _ = await arun(
-        [aread_balance, read_balance],
-        [
-            ai(("aread_balance", {"account": "a"}, "c1"), ("read_balance", {"account": "b"}, "c2")),
-            AIMessage("Sorry."),
-        ],
-        middleware=[guard()],
-    )
-
-    for message in messages:
-        assert SECRET not in message.model_dump_json()
-    hidden = [event for event in logs if event["event"] == "tool_error_hidden"]
-    answers = tool_messages(messages)
-    assert {event["call_id"] for event in hidden} == {"c1", "c2"}
-    for event in hidden:
-        call = event["call_id"]
-        assert answers[call].content == builtin_message(event["tool"], event["error_id"])
-
-
-@lc_tool
 def transfer(amount: int, to: str) -> str:
     """Transfer money."""
     RAN.append(amount)

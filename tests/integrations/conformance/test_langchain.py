@@ -1,342 +1,243 @@
-"""Conformance: one tool, three ways, in a real LangChain ``create_agent`` run.
+"""Conformance: LangChain's ``create_agent`` guarded in place, scenario by scenario.
 
-* ``native``: LangChain's own ``@tool`` on the plain function, no toolguard (the
-  reference for what the model sees and for success);
-* ``in_place``: LangChain's own ``@tool`` on the toolguard ``@tool`` of that function,
-  guarded by name by ``ToolguardMiddleware`` (the dispatcher has the toolguard tool);
-* ``adapter``: toolguard's ``as_langchain_tool``, under the same middleware.
+Every scenario of the table (:data:`._table.SCENARIOS`) and every LangChain one below
+is played twice on LangChain's own offline chat model (``GenericFakeChatModel``
+playing a script) through a real ``create_agent``: unguarded, and with the documented
+one line first in ``middleware=[...]``::
 
-Driven by ``create_agent`` with LangChain's ``GenericFakeChatModel`` playing a script
-of tool calls. The three give the same schema to the model (the adapter also says
-``additionalProperties: false``: toolguard refuses arguments the schema does not
-name), the same values for LangGraph's injection types, the same messages and state
-on success; on failure the two toolguard ways give toolguard's answer (where the
-native tool crashes the run, or sends ``ToolNode``'s own text).
+    ToolguardMiddleware(Dispatcher([], external_tools=names), tools=tools)
 
-LangChain's decorator is used with ``parse_docstring=True``: toolguard, like it,
-takes the summary as the description and each argument's line as its description.
+on the sync path (``invoke``) and the async one (``ainvoke``). The two runs must be
+identical (:func:`._table.conforms`) except for what the scenario says toolguard is
+meant to change; where it changes the answer, the answer is checked
+(``answered_*``). The LangChain scenarios (``_langchain_cases.LANGCHAIN``) pin the
+bugs of issue 27; every one of them, and the table's ``success``, ``parallel`` and
+``state``, failed on the code before the port.
+
+toolguard's own LangChain tool (``as_langchain_tool``) is compared with LangChain's
+native one in ``tests/integrations/test_langchain_tool_ways.py``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
 
 import pytest
-from langchain.agents import AgentState, create_agent
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolCallId
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as lc_tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
-from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
-from langgraph.types import Command
 
-import toolguard
-from toolguard import Dispatcher, ToolError
-from toolguard.integrations.langchain import ToolguardMiddleware, as_langchain_tool
+from toolguard import Dispatcher
+from toolguard.integrations.langchain import ToolguardMiddleware
 
-from ..langchain_helpers import SECRET, Logs, ScriptedModel, ai, builtin_message, tool_messages
+from ..langchain_helpers import ScriptedModel
+from . import _table
+from ._langchain_cases import LANGCHAIN, Case, Counted
+from ._table import BY_NAME, SCENARIOS, Observation, Scenario, conforms
 
-Way = Literal["native", "in_place", "adapter"]
-WAYS: tuple[Way, ...] = ("native", "in_place", "adapter")
-TOOLGUARD_WAYS: tuple[Way, ...] = ("in_place", "adapter")
+NOT_APPLICABLE: Final[dict[str, str]] = {}
+"""Every table scenario plays on LangChain."""
 
 
-def build(way: Way, function: Callable[..., Any]) -> tuple[BaseTool, list[Any]]:
-    """The tool built ``way``, and the middleware its agent runs with."""
-    if way == "native":
-        return lc_tool(parse_docstring=True)(function), []
-    guarded = toolguard.tool(function)
-    dispatcher = Dispatcher([guarded])
-    middleware = [ToolguardMiddleware(dispatcher)]
-    if way == "in_place":
-        return lc_tool(parse_docstring=True)(guarded), middleware
-    return as_langchain_tool(guarded, dispatcher=dispatcher), middleware
+# --- one run ---------------------------------------------------------------------------
 
 
-def play(
-    way: Way,
-    function: Callable[..., Any],
-    calls: list[tuple[dict[str, Any], str]],
-    *,
-    state: dict[str, Any] | None = None,
-    **agent_options: Any,
-) -> dict[str, Any]:
-    """Run an agent whose one tool is ``function`` built ``way``: the final state."""
-    tool, middleware = build(way, function)
-    script = [ai((tool.name, args, call_id)) for args, call_id in calls]
+@dataclass
+class Run:
+    """What a run needs: the tools, the script, the agent's other options."""
+
+    tools: list[BaseTool]
+    script: list[AIMessage]
+    counted: Counted
+    inner: Sequence[AgentMiddleware[Any, Any, Any]] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    start: dict[str, Any] = field(default_factory=dict)
+    state: Callable[[], object] = lambda: None
+
+
+def play(run: Run, *, guarded: bool, is_async: bool) -> Observation:
+    """Run one agent (the documented one line first, when ``guarded``) and observe it."""
+    middleware = list(run.inner)
+    if guarded:
+        names = [tool.name for tool in run.tools]
+        guard = ToolguardMiddleware(Dispatcher([], external_tools=names), tools=run.tools)
+        middleware = [guard, *middleware]
     agent = create_agent(
-        ScriptedModel(messages=iter([*script, AIMessage("done")])),
-        tools=[tool],
+        ScriptedModel(messages=iter(run.script)),
+        tools=run.tools,
         middleware=middleware,
-        **agent_options,
+        **run.options,
     )
-    config: Any = {"configurable": {"thread_id": f"thread-{way}"}}
-    start: Any = {"messages": [HumanMessage("go")], **(state or {})}
-    final: dict[str, Any] = agent.invoke(start, config)
-    return final
-
-
-def answer(message: ToolMessage) -> tuple[Any, Any, str, str | None]:
-    """What a tool message says (its metadata and id aside)."""
-    return (message.content, message.artifact, message.status, message.name)
-
-
-# --- the tools ---------------------------------------------------------------------------
-
-SEEN: dict[str, dict[str, Any]] = {}
-STORE = InMemoryStore()
-
-
-def search(
-    query: str,
-    state: Annotated[dict[str, Any], InjectedState],
-    messages: Annotated[list[Any], InjectedState("messages")],
-    store: Annotated[BaseStore, InjectedStore()],
-    call_id: Annotated[str, InjectedToolCallId],
-    runtime: ToolRuntime,
-    config: RunnableConfig,
-    limit: int = 3,
-) -> str:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    SEEN[query] = {
-        "state_messages": [m.content for m in state["messages"]],
-        "messages": [m.content for m in messages],
-        "store": store,
-        "call_id": call_id,
-        "runtime": (type(runtime), runtime.tool_call_id, runtime.store),
-        "thread": config["configurable"]["thread_id"].split("-")[0],
-        "limit": limit,
-    }
-    return f"{limit} results for {query}"
-
-
-class Notes(AgentState[Any]):
-    notes: list[str]
-
-
-def note(text: str, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
-    """Add a note to the conversation.
-
-    Args:
-        text: The note.
-    """
-    return Command(
-        update={"notes": [text], "messages": [ToolMessage(f"noted {text}", tool_call_id=call_id)]}
-    )
-
-
-def own_message(text: str, call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
-    """Answer with a message of its own.
-
-    Args:
-        text: The text.
-    """
-    return ToolMessage(text.upper(), tool_call_id=call_id, artifact={"raw": text})
-
-
-def blocks(text: str) -> list[dict[str, Any]]:
-    """Answer with content blocks.
-
-    Args:
-        text: The text.
-    """
-    return [
-        {"type": "text", "text": text},
-        {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},
-    ]
-
-
-def plain_text(text: str) -> str:
-    """Echo.
-
-    Args:
-        text: The text.
-    """
-    return f"echo {text}"
-
-
-def record(order_id: int) -> dict[str, Any]:
-    """Read an order.
-
-    Args:
-        order_id: The order.
-    """
-    return {"order": order_id, "items": ["hat", "scarf"], "paid": True}
-
-
-def charge(card: str) -> str:
-    """Charge a card.
-
-    Args:
-        card: The card number.
-    """
-    raise RuntimeError(f"payment backend refused: {SECRET}")
-
-
-def find_order(order_id: int) -> str:
-    """Find an order.
-
-    Args:
-        order_id: The order.
-    """
+    start: Any = {"messages": [HumanMessage("go")], **run.start}
+    seen = Observation()
     try:
-        raise KeyError(order_id)
-    except KeyError as error:
-        raise ToolError(f"There is no order {order_id}. Ask the user to check it.") from error
+        final = asyncio.run(agent.ainvoke(start)) if is_async else agent.invoke(start)
+    except Exception as error:  # what ended the run is observed
+        seen.raised = type(error).__name__
+        final = {"messages": []}
+    messages: list[AnyMessage] = final["messages"]
+    answers = [m for m in messages if isinstance(m, ToolMessage)]
+    seen.model_saw = [(m.text, m.status == "error") for m in answers]
+    seen.runs = dict(run.counted.runs)
+    seen.state = run.state()
+    seen.final = [_said(m) for m in messages]
+    seen.shape = [
+        (m.name, m.tool_call_id, m.status, m.artifact, m.response_metadata, m.additional_kwargs)
+        for m in answers
+    ]
+    return seen
 
 
-TOOLS = [search, note, own_message, blocks, plain_text, record, charge, find_order]
+def _said(message: AnyMessage) -> tuple[Any, ...]:
+    calls = [(c["name"], c["id"]) for c in getattr(message, "tool_calls", ())]
+    return (message.type, message.text, calls)
 
 
-# --- the schema the model sees ----------------------------------------------------------------
+def _script(calls: Sequence[tuple[str, dict[str, Any]]]) -> list[AIMessage]:
+    step = AIMessage(
+        "",
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call_{i}"} for i, (name, args) in enumerate(calls)
+        ],
+    )
+    return [step, AIMessage("done")]
 
 
-@pytest.mark.parametrize("function", TOOLS, ids=lambda f: f.__name__)
-def test_the_three_ways_show_the_model_the_same_schema(function: Callable[..., Any]) -> None:
-    native, in_place, adapter = (convert_to_openai_tool(build(w, function)[0]) for w in WAYS)
-
-    assert in_place == native
-    parameters = adapter["function"]["parameters"]
-    assert parameters.pop("additionalProperties") is False  # toolguard refuses extras
-    assert adapter == native
+# --- the table's scenarios ------------------------------------------------------------------
 
 
-# --- LangChain's injection -------------------------------------------------------------------
+class Bump(BaseTool):
+    """LangChain's own class-based tool, with state on itself (a field it assigns)."""
+
+    name: str = "bump"
+    description: str = "Count a call."
+    calls: int = 0
+
+    def _run(self) -> str:
+        self.calls += 1
+        return f"call {self.calls}"
 
 
-def test_the_three_ways_get_the_same_injected_values() -> None:
-    for way in WAYS:
-        final = play(way, search, [({"query": way}, f"call-{way}")], store=STORE)
-        assert tool_messages(final["messages"])[f"call-{way}"].content == f"3 results for {way}"
-    native, in_place, adapter = (SEEN[way] for way in WAYS)
-
-    for seen, way in ((native, "native"), (in_place, "in_place"), (adapter, "adapter")):
-        assert seen.pop("call_id") == f"call-{way}"
-        runtime_type, runtime_call_id, runtime_store = seen.pop("runtime")
-        assert (runtime_type, runtime_call_id, runtime_store) == (ToolRuntime, f"call-{way}", STORE)
-    assert in_place == native
-    assert adapter == native
-    assert native["store"] is STORE and native["thread"] == "thread"
-    assert native["messages"] == native["state_messages"] == ["go", ""]
+def table_run(scenario: Scenario) -> Run:
+    counted = Counted()
+    tools: list[BaseTool] = [
+        lc_tool(parse_docstring=True)(counted.wrap(function)) for function in scenario.tools
+    ]
+    if scenario.name != "state":
+        return Run(tools, _script(scenario.calls), counted)
+    bump = Bump()
+    return Run([bump], _script(scenario.calls), counted, state=lambda: bump.calls)
 
 
-@pytest.mark.parametrize("way", WAYS)
-def test_the_model_cannot_set_an_injected_value_in_any_way(way: Way) -> None:
-    forged = {"query": f"forged-{way}", "call_id": "forged", "state": {"messages": []}}
-    final = play(way, search, [(forged, "real-id")], store=STORE)
-
-    assert tool_messages(final["messages"])["real-id"].content == f"3 results for forged-{way}"
-    assert SEEN[f"forged-{way}"]["call_id"] == "real-id"
-    assert SEEN[f"forged-{way}"]["state_messages"] == ["go", ""]
-
-
-# --- LangChain's return values on success -------------------------------------------------------
-
-
-@pytest.mark.parametrize("function", [own_message, blocks, plain_text], ids=lambda f: f.__name__)
-def test_the_three_ways_answer_a_success_with_the_same_message(
-    function: Callable[..., Any],
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_the_table_plays_guarded_as_unguarded(
+    scenario: Scenario, is_async: bool, logs: list[dict[str, Any]]
 ) -> None:
-    answers = [
-        answer(tool_messages(play(way, function, [({"text": "hi"}, "c1")])["messages"])["c1"])
-        for way in WAYS
-    ]
-    assert answers[0] == answers[1] == answers[2]
+    unguarded = play(table_run(scenario), guarded=False, is_async=is_async)
+    assert logs == []  # toolguard is not there
+    guarded = play(table_run(scenario), guarded=True, is_async=is_async)
+    conforms(scenario, unguarded, guarded)
+    if scenario.name == "hidden_failure":
+        assert unguarded.raised == "RuntimeError"  # LangChain's default: the run fails
+        _table.answered_hidden(guarded, logs)
+    elif scenario.name == "visible_failure":
+        _table.answered_visible(guarded)
+    elif scenario.name == "bad_arguments":
+        assert unguarded.model_saw[-1][0].startswith("Error invoking tool 'count'")  # ToolNode's
+        _table.answered_bad_arguments(guarded)
+    elif scenario.name == "unknown_tool":
+        _table.answered_unknown(guarded, ["lookup"])
+    elif scenario.name == "state":
+        assert guarded.state == unguarded.state == 2
+    if not scenario.changes:
+        assert guarded.raised is None
+        shapes = cast("list[tuple[Any, ...]]", guarded.shape)
+        assert all("toolguard" not in shape[4] for shape in shapes)
 
 
-def test_the_three_ways_apply_a_command_to_the_state_alike() -> None:
-    finals = [
-        play(way, note, [({"text": "n1"}, "c1")], state={"notes": []}, state_schema=Notes)
-        for way in WAYS
-    ]
-    answers = [answer(tool_messages(final["messages"])["c1"]) for final in finals]
-    assert [final["notes"] for final in finals] == [["n1"]] * 3
-    assert answers[0] == answers[1] == answers[2]
-    assert answers[0][:3] == ("noted n1", None, "success")
+def test_every_table_scenario_is_played_or_said_not_to_apply() -> None:
+    assert set(NOT_APPLICABLE) <= set(BY_NAME)
+    assert all(why for why in NOT_APPLICABLE.values())
 
 
-def test_the_three_ways_send_the_same_data_for_a_structured_return() -> None:
-    """LangChain writes ``json.dumps`` with spaces, toolguard compact JSON: the same data."""
-    contents = [
-        tool_messages(play(way, record, [({"order_id": 7}, "c1")])["messages"])["c1"].content
-        for way in WAYS
-    ]
-    data = [json.loads(str(content)) for content in contents]
-    assert data[0] == data[1] == data[2] == {"order": 7, "items": ["hat", "scarf"], "paid": True}
+# --- LangChain's own scenarios ------------------------------------------------------------
 
 
-# --- failures: toolguard's policy -----------------------------------------------------------
-
-
-def test_natively_a_failing_tool_crashes_the_run() -> None:
-    with pytest.raises(RuntimeError, match="payment backend refused"):
-        play("native", charge, [({"card": "1"}, "c1")])
-
-
-@pytest.mark.parametrize("way", TOOLGUARD_WAYS)
-def test_a_hidden_failure_gets_toolguards_answer_and_one_log_event(way: Way, logs: Logs) -> None:
-    final = play(way, charge, [({"card": "4242"}, "c1")])
-
-    for message in final["messages"]:
-        assert SECRET not in message.model_dump_json()
-    [event] = logs
-    assert (event["event"], event["tool"], event["call_id"]) == (
-        "tool_error_hidden",
-        "charge",
-        "c1",
+def case_run(case: Case) -> Run:
+    counted = Counted()
+    built = case.build(counted)
+    return Run(
+        built.tools,
+        _script(case.calls) if built.script is None else built.script,
+        counted,
+        inner=built.inner,
+        options=built.options,
+        start=built.start,
+        state=built.state,
     )
-    message = tool_messages(final["messages"])["c1"]
-    assert (message.status, message.content) == (
-        "error",
-        builtin_message("charge", event["error_id"]),
-    )
-    assert message.response_metadata["toolguard"]["error_id"] == event["error_id"]
 
 
-def test_a_visible_error_reads_the_same_in_both_toolguard_ways(logs: Logs) -> None:
-    answers = [
-        answer(tool_messages(play(way, find_order, [({"order_id": 42}, "c1")])["messages"])["c1"])
-        for way in TOOLGUARD_WAYS
-    ]
-    assert answers[0] == answers[1]
-    assert answers[0][:3] == ("There is no order 42. Ask the user to check it.", None, "error")
-    assert [event["event"] for event in logs] == ["tool_error_hidden"] * 2  # the KeyError cause
+PLAYED: Final = [(case, is_async) for case in LANGCHAIN for is_async in case.paths]
 
 
-def test_bad_arguments_get_the_same_bounded_message_in_both_toolguard_ways() -> None:
-    bad = {"query": ["not", "text"], "limit": "x" * 100_000}
-    contents = [
-        str(tool_messages(play(way, search, [(bad, "c1")], store=STORE)["messages"])["c1"].content)
-        for way in WAYS
-    ]
-    native, in_place, adapter = contents
-    assert in_place == adapter
-    assert in_place.startswith("Invalid arguments for tool 'search':\n- 'query': ")
-    assert "- 'limit': " in in_place and len(in_place) < 600
-    assert native.startswith("Error invoking tool 'search'")  # ToolNode's own text
+@pytest.mark.parametrize(
+    ("case", "is_async"),
+    PLAYED,
+    ids=[f"{case.scenario.name}-{'async' if is_async else 'sync'}" for case, is_async in PLAYED],
+)
+def test_langchain_scenarios_play_guarded_as_unguarded(
+    case: Case, is_async: bool, logs: list[dict[str, Any]]
+) -> None:
+    """(A case played on one path only is a bug of that path: a sync-only middleware on
+    the async path, an async-only tool on the sync one.)"""
+    unguarded = play(case_run(case), guarded=False, is_async=is_async)
+    assert logs == []
+    guarded = play(case_run(case), guarded=True, is_async=is_async)
+    conforms(case.scenario, unguarded, guarded)
+    if case.unguarded is not None:
+        case.unguarded(unguarded)
+    if case.guarded is not None:
+        case.guarded(guarded, logs)
 
 
-def test_arguments_the_schema_does_not_name_are_refused_by_the_adapter_only() -> None:
-    """The one difference on success: LangChain ignores an argument it does not know,
-    toolguard refuses it (and its schema says so)."""
-    contents = [
-        tool_messages(play(way, plain_text, [({"text": "a", "txt": "b"}, "c1")])["messages"])[
-            "c1"
-        ].content
-        for way in WAYS
-    ]
-    assert contents[:2] == ["echo a", "echo a"]
-    assert contents[2] == (
-        "Invalid arguments for tool 'plain_text':\n"
-        "- 'txt': unexpected argument; this tool accepts: text"
-    )
+# --- what toolguard cannot make identical (docs/integrations/langchain.md, "Limits") -------
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_tool_a_middleware_offers_that_nothing_runs_is_answered_not_refused(
+    is_async: bool,
+) -> None:
+    """The one residual difference in ``create_agent``: it checks, at each model call,
+    that every tool a middleware adds to the request can be run, but skips the check
+    when any middleware has ``wrap_tool_call``, as ``ToolguardMiddleware`` has for an
+    agent with tools. Unguarded the developer gets LangChain's ``ValueError``; guarded,
+    the model's call of that tool gets toolguard's unknown-tool answer."""
+
+    class OffersAnother(AgentMiddleware[Any, Any, Any]):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request.override(tools=[*request.tools, extra]))
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            return await handler(request.override(tools=[*request.tools, extra]))
+
+    @lc_tool
+    def extra(query: str) -> str:
+        """Not given to create_agent."""
+        return "never"
+
+    def run(guarded: bool) -> Observation:
+        counted = Counted()
+        tools = [lc_tool(parse_docstring=True)(counted.wrap(_table.lookup))]
+        case = Run(tools, _script([("extra", {"query": "x"})]), counted, inner=[OffersAnother()])
+        return play(case, guarded=guarded, is_async=is_async)
+
+    assert run(False).raised == "ValueError"
+    guarded = run(True)
+    assert guarded.raised is None
+    assert guarded.model_saw[0][0].startswith("There is no tool named 'extra'")
