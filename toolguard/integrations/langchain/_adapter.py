@@ -30,12 +30,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, Protocol
 
 import pydantic
+from langchain.agents.middleware import ToolCallRequest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, ToolException
+
+# ToolNode answers bad arguments and unknown tools itself, inside the middleware's
+# handler, with these texts; nothing public marks such a message as ToolNode's, so
+# the texts (and ToolInvocationError, when it raises instead) are how they are told
+# apart (pinned by tests/integrations/test_langchain_private.py).
 from langgraph.prebuilt.tool_node import (
     INVALID_TOOL_NAME_ERROR_TEMPLATE,
     TOOL_INVOCATION_ERROR_TEMPLATE,
-    ToolCallRequest,
     ToolInvocationError,
 )
 from langgraph.types import Command

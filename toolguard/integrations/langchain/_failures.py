@@ -24,7 +24,7 @@ of ``BaseTool.run``/``BaseTool.arun`` (:func:`place`):
   a missing call id for an ``InjectedToolCallId``): **LangChain**'s own error.
 
 ``BaseTool._run``/``_arun`` are LangChain's documented extension points; the parsing
-methods' names are private to LangChain: ``tests/integrations/test_langchain_pins.py``
+methods' names are private to LangChain: ``tests/integrations/test_langchain_private.py``
 fails loudly when a release moves any of them.
 """
 
@@ -86,9 +86,11 @@ def install() -> None:
 
 # --- where it was raised ------------------------------------------------------------------
 
+# on_tool_error reports the exception, not where it was raised; these frames say it
+# (see the module; pinned by tests/integrations/test_langchain_private.py)
 _RUN: Final = frozenset({BaseTool.run.__code__, BaseTool.arun.__code__})
-_BODY: Final = frozenset({"_run", "_arun"})
-_PARSING: Final = frozenset({"_to_args_and_kwargs", "_parse_input"})
+_BODY: Final = frozenset({"_run", "_arun"})  # LangChain's documented extension points
+_PARSING: Final = frozenset({"_to_args_and_kwargs", "_parse_input"})  # LangChain's private
 
 
 def place(error: BaseException) -> Place:

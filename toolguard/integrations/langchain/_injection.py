@@ -93,6 +93,9 @@ def injection(tool: Tool[..., Any] | BoundTool[..., Any]) -> Injection:
             call_id.append(parameter.name)
         else:
             from_graph.append(parameter.name)
+            # ToolRuntime's marker class is LangChain's private _DirectlyInjectedToolArg:
+            # no public name tells a ToolRuntime parameter from other injected ones
+            # (pinned by tests/integrations/test_langchain_private.py)
             if runtime is None and parameter.marker.endswith("._DirectlyInjectedToolArg"):
                 runtime = parameter.name
         fields[parameter.name] = (annotation, default)

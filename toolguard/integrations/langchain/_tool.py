@@ -11,7 +11,7 @@ and with ``response_format="content_and_artifact"`` a ``(content, artifact)`` pa
 reach LangChain as the tool returned them, on success (``ToolResult.value``).
 
 Two of ``BaseTool``'s private names are LangChain's only way in, and
-``tests/integrations/test_langchain_pins.py`` fails loudly if a release moves them:
+``tests/integrations/test_langchain_private.py`` fails loudly if a release moves them:
 ``_to_args_and_kwargs`` (the hook between the raw input and ``_run``, which LangChain's
 own ``Tool`` and ``StructuredTool`` override: toolguard gets the model's arguments
 exactly as sent, with the call id, and validates them itself) and
