@@ -20,8 +20,9 @@ dispatcher's pending full collection is not billed to the calls.
 The ``floor`` case is what any guard must do at least: a prebuilt pydantic-core
 validator over the arguments, the call, and a ``try/except`` around both.
 
-A CASE is one of the cases below, or the key of any of ``compare.py``'s own rows
-(``dispatch_hidden_json``, ``unknown_many_new``, ...): then the child builds that
+A CASE is one of the cases below, or the key of any of ``compare.py``'s rows, its own
+(``dispatch_hidden_json``, ``unknown_many_new``, ...) or a peer's and a framework's
+guarded in place (``inplace_langchain_ok_guarded``, ...): then the child builds that
 row's suite exactly as ``compare.py`` does (its namespace, its ``around`` context
 entered for the whole run, its check) and counts its statement; an async row's
 calls are awaited in one coroutine, so the event loop's own start is not counted.
@@ -196,7 +197,7 @@ def _row(case: str) -> Callable[[int], None]:
     if case.startswith("unknown_few_"):
         # the few-tools rows never touch the large dispatcher: do not build 10,000 tools
         mode = dataclasses.replace(mode, many_tools=compare.FEW_TOOLS)
-    for suite in compare.toolguard_suites(mode):
+    for suite in (*compare.toolguard_suites(mode), *compare.peer_suites()):
         for bench in suite.benches:
             if bench.key == case:
                 break
