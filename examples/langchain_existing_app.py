@@ -149,7 +149,7 @@ agent = create_agent(
     context_schema=Customer,
     store=store,
     checkpointer=InMemorySaver(),
-    middleware=[ToolguardMiddleware(guard)],  # the line toolguard adds
+    middleware=[ToolguardMiddleware(guard, tools=TOOLS)],  # the line toolguard adds, first
 )
 
 
