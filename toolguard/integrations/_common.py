@@ -7,8 +7,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._tool import AnyTool
+from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import ToolDefinitionError
 
 __all__ = ["declared_schema", "guarded", "refuse_not_run"]
@@ -29,7 +28,10 @@ def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead
 
 
 def guarded(
-    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None, *, adapter: str
+    tool: Tool[..., Any] | BoundTool[..., Any] | Callable[..., Any] | str,
+    dispatcher: Dispatcher | None,
+    *,
+    adapter: str,
 ) -> tuple[Dispatcher, str]:
     """The dispatcher and tool name an ``as_*_tool(tool, dispatcher=...)`` adapter serves.
 
