@@ -227,6 +227,7 @@ def test_a_healthy_tool_costs_one_round_trip_per_step_and_none_per_call(
     warm = _dispatcher().session(id="warm-up", store=store)
     warm.dispatch(_search("down"))  # the scripts loaded once per server (SCRIPT LOAD)
     session = _dispatcher().session(id="c", store=store)
+    session.dispatch(ToolCall(name="plain", arguments={"x": 0}))  # its first step renews it
     before = commands()
     for _ in range(10):  # ten calls of one model step
         session.dispatch(_search("x"), step="m1")
@@ -278,7 +279,7 @@ def test_keys_are_namespaced_hash_tagged_escaped_and_expire(redis_server: RedisS
     for key in mine:
         tag = key[key.index("{") + 1 : key.index("}")]
         assert "{" not in tag and ":" not in tag  # escaped: one hash tag per session
-        assert 0 < store.client.ttl(key) <= 120
+        assert 0 < store.client.ttl(key) <= 150  # ttl and a quarter (R5)
 
 
 def test_a_client_without_bounded_waits_is_refused(redis_server: RedisServer) -> None:

@@ -17,7 +17,7 @@ from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._rounds import Rounds
-from toolguard.sessions._steps import Opens, SessionState, ToolState
+from toolguard.sessions._steps import Opens, SessionState, State, ToolState
 
 __all__ = ["Session"]
 
@@ -38,7 +38,9 @@ class Session:
         self.store = store
         self._runner = runner
         self._rounds = rounds
-        self._state = SessionState(clock=clock) if store is None else store.open(id, clock=clock)
+        self._state: State = (
+            SessionState(clock=clock) if store is None else store.open(id, clock=clock)
+        )
 
     # --- the dispatcher's API, one model step per call ---------------------------
 

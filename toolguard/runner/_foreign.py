@@ -227,7 +227,7 @@ class Foreign:
         (the tool is unavailable: its breaker is open in this session)."""
         rules, resolved = self._resolved(call)
         try:
-            step.check_breaker(rules.name, resolved.breaker)
+            step.check_breaker(rules.name, resolved.breaker, resolved.max_model_retries is not None)
         except ToolUnavailable as unavailable:
             return self.guard.failed(unavailable, call, resolved, rules.name, step)
         return None
@@ -236,7 +236,9 @@ class Foreign:
         """Async :meth:`admit` (a store's step is awaited)."""
         rules, resolved = self._resolved(call)
         try:
-            await step.acheck_breaker(rules.name, resolved.breaker)
+            await step.acheck_breaker(
+                rules.name, resolved.breaker, resolved.max_model_retries is not None
+            )
         except ToolUnavailable as unavailable:
             return await self.guard.afailed(unavailable, call, resolved, rules.name, step)
         return None

@@ -198,6 +198,7 @@ class Runner:
         if not plan.inline:
             self._check_sync(entry, resolved)
         breaker = resolved.breaker if step is not None else None
+        budget = step is not None and resolved.max_model_retries is not None
         report = False
         counter: Attempts | None = None
         try:
@@ -212,8 +213,8 @@ class Runner:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context, framework_values)
-            if breaker is not None and step is not None:
-                report = step.check_breaker(entry.name, breaker)
+            if (breaker is not None or budget) and step is not None:  # may refuse (R1, R6)
+                report = step.check_breaker(entry.name, breaker, budget)
             try:
                 if plan.inline:
                     value = entry.function(*args, **kwargs)
@@ -303,6 +304,7 @@ class Runner:
             resolved, plan = self._plan(entry, policy)
         direct = plan.direct and (entry.is_async or not offload)
         breaker = resolved.breaker if step is not None else None
+        budget = step is not None and resolved.max_model_retries is not None
         report = False
         counter: Attempts | None = None
         try:
@@ -317,11 +319,11 @@ class Runner:
                     raise entry.arguments.invalid(invalid)  # noqa: B904 - its cause is set
             else:
                 args, kwargs = entry.arguments.bind(call, context, framework_values)
-            if breaker is not None and step is not None:
+            if (breaker is not None or budget) and step is not None:  # may refuse (R1, R6)
                 if step.remote:  # a store's step: awaited
-                    report = await step.acheck_breaker(entry.name, breaker)
+                    report = await step.acheck_breaker(entry.name, breaker, budget)
                 else:
-                    report = step.check_breaker(entry.name, breaker)
+                    report = step.check_breaker(entry.name, breaker, budget)
             try:
                 if direct:
                     value = entry.function(*args, **kwargs)

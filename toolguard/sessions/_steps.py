@@ -1,10 +1,10 @@
 """A conversation's state (model-retry budgets, circuit breakers) and its model steps.
 
-:class:`SessionState` is what one conversation remembers per tool; a :class:`Step`
-is one model step of it (one ``dispatch``/``run`` of a :class:`~toolguard.Session`),
-which the runner asks before a call (is the breaker open?) and the guard tells
-after a failure (count it; spend the model-retry budget). Safe to use from many
-threads and tasks at once.
+:class:`Step` is what the runner and the guard call around each tool call (a
+protocol: the memory store's :class:`MemoryStep` and a shared store's step implement
+it); :class:`State` is what a store opens for a session. :class:`SessionState` is the
+memory store's state: the rules of ``sessions._rules`` applied to records in this
+process. Safe to use from many threads and tasks at once.
 """
 
 from __future__ import annotations
@@ -12,63 +12,28 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Protocol
 
 import attrs
 
 from toolguard._logging import emit
-from toolguard.errors import (
-    InvalidArguments,
-    ModelRetriesExhausted,
-    RetryWithFeedback,
-    ToolTimeout,
-    ToolUnavailable,
-    UnknownTool,
-)
+from toolguard.errors import RetryWithFeedback
 from toolguard.policy._precedence import Resolved
 from toolguard.policy._resilience import Breaker
+from toolguard.sessions._rules import (
+    BREAKER_OPENED,
+    OPEN,
+    Record,
+    admit,
+    exhausted,
+    failed,
+    settle,
+    spend,
+    unavailable,
+)
 
-__all__ = [
-    "NEUTRAL",
-    "Opens",
-    "SessionState",
-    "Step",
-    "ToolState",
-    "exhausted",
-    "unavailable",
-]
-
-# Outcomes that say nothing about whether the tool works: it did not run, or the
-# model asked wrongly. They neither trip nor reset a breaker.
-NEUTRAL: Final = (InvalidArguments, UnknownTool, ToolUnavailable, RetryWithFeedback)
-_NEUTRAL = NEUTRAL
-
-
-def unavailable(tool: str, breaker: Breaker, retry_after: float) -> ToolUnavailable:
-    """What the model is told while ``tool``'s breaker is open (every store says this)."""
-    return ToolUnavailable(
-        f"The tool '{tool}' is unavailable: it failed {breaker.failures} times in a row. "
-        f"Do not call it again for about {retry_after:.0f} s; use another tool or tell "
-        "the user.",
-        tool=tool,
-        retry_after=retry_after,
-    )
-
-
-def exhausted(error: RetryWithFeedback, tool: str, used: int, limit: int) -> Exception:
-    """The error the handler chain sees after a ``RetryWithFeedback`` counted as number
-    ``used`` of ``limit``: the same one with its counts, or ``ModelRetriesExhausted``."""
-    if used <= limit:
-        error.attempt, error.limit = used, limit
-        return error
-    spent = ModelRetriesExhausted(
-        f"The tool '{tool}' was called incorrectly too many times ({limit} retries are "
-        "allowed in this conversation). Stop calling it and tell the user what went wrong."
-    )
-    spent.__cause__ = error
-    return spent
+__all__ = ["MemoryStep", "Opens", "SessionState", "State", "Step", "ToolState"]
 
 
 @attrs.frozen
@@ -80,73 +45,83 @@ class ToolState:
     open_until: float | None = None
 
 
-_KEYED_STEPS: Final = 1024  # named steps remembered per session
+class Step(Protocol):
+    """One model step of a session: what the runner consults around each call.
+
+    Before a tool with a breaker or a budget runs, :meth:`check_breaker`; after a
+    success it asked for, :meth:`succeeded`; around the handler chain of a failure,
+    :meth:`before` (spend the model-retry budget: it returns the error the chain
+    sees) and :meth:`after` (record the outcome for the breaker). Each has an async
+    twin (``a``-prefixed); ``remote`` says whether the async pipeline must await them
+    (a shared store's step) or may call the sync ones (the memory store's).
+    """
+
+    remote: bool
+
+    def check_breaker(self, tool: str, breaker: Breaker | None, budget: bool = False) -> bool:
+        """Raise ``ToolUnavailable`` if the tool may not run now (R1, R6); whether a
+        success must be reported back (:meth:`succeeded`)."""
+        ...
+
+    async def acheck_breaker(
+        self, tool: str, breaker: Breaker | None, budget: bool = False
+    ) -> bool:
+        """Async :meth:`check_breaker`."""
+        ...
+
+    def succeeded(self, tool: str, breaker: Breaker | None) -> None:
+        """A success that :meth:`check_breaker` asked for (R2)."""
+        ...
+
+    async def asucceeded(self, tool: str, breaker: Breaker | None) -> None:
+        """Async :meth:`succeeded`."""
+        ...
+
+    def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Before the handler chain: spend the budget (R3); the error the chain sees."""
+        ...
+
+    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
+        """Async :meth:`before`."""
+        ...
+
+    def after(self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool) -> None:
+        """After the handler chain: record the failure ``error`` (as raised) (R2)."""
+        ...
+
+    async def aafter(
+        self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
+    ) -> None:
+        """Async :meth:`after`."""
+        ...
 
 
-@attrs.define(eq=False)
-class _Tool:
-    model_retries: int = 0
-    failures: int = 0
-    opened_at: float | None = None
-    cooldown: float = 0.0
-    # the half-open trial is a lease: until this time, one call is the trial; a trial
-    # that never reports back (cancelled, control flow, a dead prober) expires
-    trial_until: float | None = None
-
-
-class SessionState:
-    """What one conversation remembers, per tool, and its step counter."""
-
-    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
-        self._clock = clock or time.monotonic
-        self._lock = threading.Lock()
-        self._tools: dict[str, _Tool] = {}
-        self._steps = itertools.count(1)
-        self._keyed: OrderedDict[str, Step] = OrderedDict()
+class State(Protocol):
+    """A session's state as a store opened it: its steps, reads and resets."""
 
     def step(self, key: str | None = None) -> Step:
-        """A model step: a new one, or the one named ``key`` (calls an integration
-        sees one by one, with the model message they came in as their key, make
-        one step). ``count``'s ``next()`` is atomic."""
-        if key is None:
-            return Step(self, next(self._steps))
-        with self._lock:
-            step = self._keyed.get(key)
-            if step is None:
-                step = self._keyed[key] = Step(self, next(self._steps))
-                if len(self._keyed) > _KEYED_STEPS:
-                    self._keyed.popitem(last=False)
-            else:
-                self._keyed.move_to_end(key)
-        return step
+        """A model step: a new one, or the one named ``key``."""
+        ...
 
-    astep = step  # the async methods' spelling: a store of asyncio clients has only this one
+    def astep(self, key: str | None = None) -> Step:
+        """:meth:`step` for the async methods."""
+        ...
 
     def state(self, tool: str) -> ToolState:
-        """What this conversation remembers about ``tool``."""
-        with self._lock:
-            record = self._tools.get(tool, _Tool())
-            open_until = None
-            if record.opened_at is not None:
-                open_until = record.opened_at + record.cooldown
-            return ToolState(record.model_retries, record.failures, open_until)
+        """What the session remembers about ``tool``."""
+        ...
 
     async def astate(self, tool: str) -> ToolState:
-        """Async :meth:`state` (a store's state awaits its server; this one does not)."""
-        return self.state(tool)
+        """Async :meth:`state`."""
+        ...
+
+    def reset(self, tool: str | None = None) -> None:
+        """R4, for one tool or all of them."""
+        ...
 
     async def areset(self, tool: str | None = None) -> None:
         """Async :meth:`reset`."""
-        self.reset(tool)
-
-    def reset(self, tool: str | None = None) -> None:
-        """Forget budgets and close breakers: for one tool, or all of them."""
-        with self._lock:
-            if tool is None:
-                self._tools.clear()
-            else:
-                self._tools.pop(tool, None)
-        emit("info", "session_reset", tool=tool)
+        ...
 
 
 class Opens(Protocol):
@@ -162,7 +137,7 @@ class Opens(Protocol):
         """ "fail-open" or "fail-closed"."""
         ...
 
-    def open(self, id: str | None, *, clock: Callable[[], float] | None = None) -> SessionState:
+    def open(self, id: str | None, *, clock: Callable[[], float] | None = None) -> State:
         """The state of the session ``id`` (a new one for ``None``)."""
         ...
 
@@ -171,35 +146,76 @@ class Opens(Protocol):
         ...
 
 
-class Step:
-    """One model step of a session: what the runner consults around each call.
+class SessionState:
+    """What one conversation remembers, per tool, in this process (the memory store).
 
-    Before a tool runs, :meth:`check_breaker`; after a success, :meth:`succeeded`;
-    around the handler chain of a failure, :meth:`before` (spend the model-retry
-    budget: it returns the error the chain sees) and :meth:`after` (record the
-    outcome for the breaker). Each has an async twin (``a``-prefixed), which a store's
-    step (``remote``) implements with awaited round trips; here the twins are the same
-    calls, and the async pipeline calls the sync ones directly when ``remote`` is false.
+    A named step is its key (the same key is the same step, however long ago); an
+    unnamed step is a number drawn here. ``count``'s ``next()`` is atomic.
     """
 
-    __slots__ = ("counted", "number", "session")
-    remote: bool = False
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._tools: dict[str, Record] = {}
+        self._steps = itertools.count(1)
 
-    def __init__(self, session: SessionState, number: int) -> None:
+    def step(self, key: str | None = None) -> MemoryStep:
+        """A model step: a new one, or the one named ``key``."""
+        return MemoryStep(self, next(self._steps) if key is None else key)
+
+    astep = step  # the async methods' spelling
+
+    def state(self, tool: str) -> ToolState:
+        """What this conversation remembers about ``tool``."""
+        with self._lock:
+            record = self._tools.get(tool) or Record()
+            open_until = None
+            if record.opened_at is not None:
+                open_until = record.opened_at + record.cooldown
+            return ToolState(record.retries, record.failures, open_until)
+
+    async def astate(self, tool: str) -> ToolState:
+        """Async :meth:`state` (a store's state awaits its server; this one does not)."""
+        return self.state(tool)
+
+    def reset(self, tool: str | None = None) -> None:
+        """R4: forget budgets and close breakers, for one tool or all of them."""
+        self.forget(tool)
+        emit("info", "session_reset", tool=tool)
+
+    async def areset(self, tool: str | None = None) -> None:
+        """Async :meth:`reset`."""
+        self.reset(tool)
+
+    def forget(self, tool: str | None) -> None:
+        """R4 without the event (a shared store's fallback, reset with the store)."""
+        with self._lock:
+            if tool is None:
+                self._tools.clear()
+            else:
+                self._tools.pop(tool, None)
+
+
+class MemoryStep:
+    """One model step of a :class:`SessionState` (see :class:`Step`): the rules of
+    ``sessions._rules`` applied under the session's lock. ``id`` is the step's
+    identity for R3: its key, or a number."""
+
+    __slots__ = ("id", "session")
+    remote = False
+
+    def __init__(self, session: SessionState, id: object) -> None:
         self.session = session
-        self.number = number
-        # per tool, the record this step counted against (a step counts once per
-        # tool, however long it runs and however many steps count meanwhile; after
-        # a reset the tool's record is new, and the step may count again)
-        self.counted: dict[str, _Tool] | None = None
+        self.id = id
 
-    # --- the breaker, before a call ------------------------------------------------
+    # --- R1, before a call -----------------------------------------------------------
 
-    def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
-        """Raise :class:`ToolUnavailable` if the tool's breaker is open.
+    def check_breaker(self, tool: str, breaker: Breaker | None, budget: bool = False) -> bool:
+        """Raise :class:`ToolUnavailable` if the tool's breaker is open (R1).
 
         Returns whether a success must be reported back (:meth:`succeeded`): not for
-        a tool this session has never seen fail, the common case.
+        a tool this session has never seen fail, the common case. (A budget needs no
+        check here: process memory is never unavailable.)
         """
         if breaker is None:
             return False
@@ -210,30 +226,30 @@ class Step:
         if known.opened_at is None:
             return bool(known.failures)  # closed: no lock needed to read that
         with session._lock:
-            record = session._tools.setdefault(tool, _Tool())
-            if record.opened_at is None:
-                return True
-            now = session._clock()
-            waited = now - record.opened_at
-            lease = record.trial_until
-            if waited >= breaker.cooldown and (lease is None or now >= lease):
-                record.trial_until = now + breaker.cooldown  # half-open: this call's lease
-                return True
-            retry_after = max(0.0, breaker.cooldown - waited)
-            if lease is not None:  # another call holds the trial
-                retry_after = max(retry_after, lease - now)
-        raise unavailable(tool, breaker, retry_after)
+            record = session._tools.get(tool)
+            if record is None:  # reset meanwhile
+                return False
+            status, retry_after = admit(record, session._clock(), breaker.cooldown)
+        if status == OPEN:
+            raise unavailable(tool, breaker, retry_after)
+        return True
 
-    async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
+    async def acheck_breaker(
+        self, tool: str, breaker: Breaker | None, budget: bool = False
+    ) -> bool:
         """Async :meth:`check_breaker`."""
         return self.check_breaker(tool, breaker)
 
-    # --- after a call ----------------------------------------------------------------
+    # --- R2 and R3, after a call -----------------------------------------------------
 
     def succeeded(self, tool: str, breaker: Breaker | None) -> None:
-        """A success, reported when :meth:`check_breaker` asked for it: it closes the
-        breaker and clears the failures in a row."""
-        self._record(tool, breaker, None, visible=False)
+        """A success: it closes the breaker and clears the failures in a row (R2)."""
+        if breaker is None:
+            return
+        known = self.session._tools.get(tool)
+        if known is None or (not known.failures and known.opened_at is None):
+            return  # a healthy tool's success changes nothing: no lock
+        self._settle(tool, breaker, False)
 
     async def asucceeded(self, tool: str, breaker: Breaker | None) -> None:
         """Async :meth:`succeeded`."""
@@ -241,24 +257,17 @@ class Step:
 
     def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
         """Before the handler chain: count a ``RetryWithFeedback`` against the tool's
-        budget for this session (parallel calls of one tool in one step count once).
-
-        Returns the error the chain should see: the same one, now carrying its counts,
-        or a :class:`ModelRetriesExhausted` once the budget is spent.
-        """
+        budget once per step (R3). Returns the error the chain should see: the same
+        one, now carrying its counts, or a ``ModelRetriesExhausted`` once spent."""
         limit = resolved.max_model_retries
         if limit is None or not isinstance(error, RetryWithFeedback):
             return error
         session = self.session
         with session._lock:
-            record = session._tools.setdefault(tool, _Tool())
-            counted = self.counted
-            if counted is None:
-                counted = self.counted = {}
-            if counted.get(tool) is not record:
-                counted[tool] = record
-                record.model_retries += 1
-            used = record.model_retries
+            record = session._tools.get(tool)
+            if record is None:
+                record = session._tools[tool] = Record()
+            used = spend(record, self.id)
         return exhausted(error, tool, used, limit)
 
     async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
@@ -267,13 +276,13 @@ class Step:
 
     def after(self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool) -> None:
         """After the handler chain: record the failure ``error`` (as raised, before
-        :meth:`before`) for the breaker.
-
-        Unmarked exceptions and timeouts count as failures; a model-visible error
-        (``visible``: the failure read its marker) means the tool worked (it
-        answered); neutral outcomes change nothing.
-        """
-        self._record(tool, breaker, error, visible=visible)
+        :meth:`before`) for the breaker (R2): unmarked exceptions and timeouts count;
+        a model-visible error (``visible``) means the tool worked; neutral outcomes
+        change nothing."""
+        failure = failed(error, visible)
+        if breaker is None or failure is None:
+            return
+        self._settle(tool, breaker, failure)
 
     async def aafter(
         self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
@@ -281,35 +290,15 @@ class Step:
         """Async :meth:`after`."""
         self.after(tool, breaker, error, visible=visible)
 
-    def _record(
-        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
-    ) -> None:
-        if breaker is None:
-            return
+    def _settle(self, tool: str, breaker: Breaker, failure: bool) -> None:
         session = self.session
-        if error is None:
-            known = session._tools.get(tool)
-            if known is None or (not known.failures and known.opened_at is None):
-                return  # a healthy tool's success changes nothing: no lock
-        elif isinstance(error, _NEUTRAL):
-            return
-        counts = error is not None and (isinstance(error, ToolTimeout) or not visible)
-        event: dict[str, Any] | None = None
         with session._lock:
-            record = session._tools.setdefault(tool, _Tool())
-            was_open = record.opened_at is not None
-            record.trial_until = None
-            if counts:
-                record.failures += 1
-                if was_open or record.failures >= breaker.failures:
-                    record.opened_at = session._clock()
-                    record.cooldown = breaker.cooldown
-                    event = {"event": "breaker_opened", "failures": record.failures}
-            else:
-                record.failures = 0
-                if was_open:
-                    record.opened_at = None
-                    event = {"event": "breaker_closed"}
-        if event is not None:
-            name = event.pop("event")
-            emit("warning" if name == "breaker_opened" else "info", name, tool=tool, **event)
+            record = session._tools.get(tool)
+            if record is None:
+                record = session._tools[tool] = Record()
+            event = settle(record, failure, breaker, session._clock())
+            failures = record.failures
+        if event == BREAKER_OPENED:
+            emit("warning", event, tool=tool, failures=failures)
+        elif event is not None:
+            emit("info", event, tool=tool)

@@ -3,13 +3,15 @@
 A session's state in a store is, per tool, one record: consecutive failures, when
 the breaker opened (and for how long), the half-open trial's lease, and the
 model-retry budget with the steps that already counted against it. Each operation
-below is *one* atomic change on the store, timed by the store's own clock: the
-clients' clocks never enter a decision, so processes on machines whose clocks
-disagree still agree on when a cool-down ends.
+below is *one* atomic change on the store, timed by the store's own clock, and
+follows the rules of ``toolguard.sessions._rules`` (R1-R6): the clients' clocks never
+enter a decision, so processes on machines whose clocks disagree still agree on when
+a cool-down ends.
 
 :class:`Store` is the sync spelling and :class:`AsyncStore` its twin; a
 :class:`~toolguard.stores.RedisStore` is one or the other according to the client it
-was given. Times are seconds; ``retry_after`` is measured on the store's clock.
+was given. Times are seconds; ``retry_after`` is measured on the store's clock. Every
+operation takes ``timeout``: what is left of the calling tool call's wait bound.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 import attrs
 
 from toolguard._logging import emit
+from toolguard.sessions._rules import CLOSED, OPEN, TRIAL
 
 __all__ = [
     "CLOSED",
@@ -32,6 +35,7 @@ __all__ = [
     "FailMode",
     "Health",
     "Recorded",
+    "Refused",
     "Remembered",
     "Store",
     "StoreUnavailable",
@@ -39,13 +43,14 @@ __all__ = [
 
 FailMode: TypeAlias = Literal["fail-open", "fail-closed"]
 
-CLOSED: int = 0  # run it
-TRIAL: int = 1  # run it: this caller holds the half-open trial's lease
-OPEN: int = 2  # do not run it for retry_after seconds
-
 
 class StoreUnavailable(Exception):
-    """The store did not answer (down, slow past its timeout, or refusing)."""
+    """The store did not answer (down, slow past its bound, or refusing)."""
+
+
+class Refused(StoreUnavailable):
+    """The store answered, refusing this operation (a key of the wrong type): the
+    session it belongs to is unavailable, the store is not."""
 
 
 @attrs.frozen
@@ -77,15 +82,20 @@ class Remembered:
 
 
 class Health:
-    """Whether a store answers: after a failure it is not asked again for
-    ``retry_interval`` seconds (calls answer at once from the fallback), then one
-    call asks it again. ``store_unavailable`` is logged once per outage, at WARNING;
-    ``store_recovered`` when it answers again."""
+    """Whether a store (or one session in it, ``scope="session"``) answers: after a
+    failure it is not asked again for ``retry_interval`` seconds (calls answer at once
+    from the fallback), then one call asks it again. ``store_unavailable`` is logged
+    once per outage, at WARNING; ``store_recovered`` when it answers again."""
 
     def __init__(
-        self, name: str, retry_interval: float, clock: Callable[[], float] = time.monotonic
+        self,
+        name: str,
+        retry_interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        scope: str = "store",
     ) -> None:
         self.name = name
+        self.scope = scope
         self.retry_interval = retry_interval
         self._clock = clock
         self._lock = threading.Lock()
@@ -108,7 +118,8 @@ class Health:
                 "warning",
                 "store_unavailable",
                 store=self.name,
-                error=f"{type(error.__cause__ or error).__name__}: {str(error)[:200]}",
+                scope=self.scope,
+                error=f"{type(error).__name__}: {str(error)[:200]}",
                 retry_interval=self.retry_interval,
             )
 
@@ -118,19 +129,33 @@ class Health:
         with self._lock:
             since, self._since = self._since, None
         if since is not None:
-            emit("info", "store_recovered", store=self.name, down_for=self._clock() - since)
+            emit(
+                "info",
+                "store_recovered",
+                store=self.name,
+                scope=self.scope,
+                down_for=self._clock() - since,
+            )
 
 
 @runtime_checkable
 class Store(Protocol):
-    """A shared store, sync. ``session`` is the session's id, ``fleet`` asks for the
-    tool's fleet-wide breaker (shared by every session of the agent) instead of the
-    session's own. Every method raises :class:`StoreUnavailable` when the store
-    cannot answer in time."""
+    """A shared store, sync. ``session`` is what :meth:`session_key` made of the
+    session's id (once per session: its cost does not grow with the id's length per
+    call); ``fleet`` asks for the tool's fleet-wide breaker (shared by every session
+    of the agent) instead of the session's own. Every operation raises
+    :class:`StoreUnavailable` when the store cannot answer within ``timeout``."""
 
     is_async: Literal[False]
     on_unavailable: FailMode
     health: Health
+    wait_bound: float  # seconds of store work one tool call may wait, in all
+    ttl: float  # R5: seconds an unused session is kept
+
+    def session_key(self, id: str) -> str:
+        """The session ``id`` (any string) as the store names it: distinct ids give
+        distinct names."""
+        ...
 
     def fleet(self, tool: str) -> bool:
         """Whether ``tool``'s breaker is fleet-wide in this store."""
@@ -149,29 +174,42 @@ class Store(Protocol):
         """Drop what :meth:`remember` kept (the state changed)."""
         ...
 
-    def check(self, session: str, tool: str, cooldown: float, *, fleet: bool) -> Check:
-        """Whether the tool may run now; past the cool-down, grant one caller the
-        trial as a lease of ``cooldown`` seconds (the others are refused until it
-        reports or the lease ends)."""
+    def check(
+        self, session: str, tool: str, cooldown: float, *, fleet: bool, timeout: float
+    ) -> Check:
+        """R1: whether the tool may run now; past the cool-down, grant one caller the
+        trial as a lease of ``cooldown`` seconds."""
         ...
 
     def record(
-        self, session: str, tool: str, failed: bool, failures: int, cooldown: float, *, fleet: bool
+        self,
+        session: str,
+        tool: str,
+        failed: bool,
+        failures: int,
+        cooldown: float,
+        *,
+        fleet: bool,
+        timeout: float,
     ) -> Recorded:
-        """An outcome: a failure counts (opening at ``failures`` in a row, or at once
-        if the trial failed); a success closes. Either ends the trial's lease."""
+        """R2: an outcome (a failure counts, opening at ``failures`` in a row or at
+        once if it was open; a success closes); either ends the trial's lease."""
         ...
 
-    def count_retry(self, session: str, tool: str, step: str) -> int:
-        """Spend the model-retry budget once per ``step``; the count so far."""
+    def count_retry(self, session: str, tool: str, step: bytes, *, timeout: float) -> int:
+        """R3: spend the model-retry budget once per ``step``; the count so far."""
         ...
 
-    def read(self, session: str, tool: str, *, fleet: bool) -> Remembered:
+    def read(self, session: str, tool: str, *, fleet: bool, timeout: float) -> Remembered:
         """What the store remembers about ``tool`` in ``session``."""
         ...
 
-    def reset(self, session: str, tool: str | None) -> None:
-        """Forget ``tool`` (or every tool) of ``session``; fleet breakers stay."""
+    def reset(self, session: str, tool: str | None, *, timeout: float) -> None:
+        """R4: forget ``tool`` (or every tool) of ``session``; fleet breakers stay."""
+        ...
+
+    def touch(self, session: str, *, timeout: float) -> None:
+        """R5: the session is in use: keep all of its state another ``ttl``."""
         ...
 
 
@@ -182,9 +220,15 @@ class AsyncStore(Protocol):
     is_async: Literal[True]
     on_unavailable: FailMode
     health: Health
+    wait_bound: float
+    ttl: float
+
+    def session_key(self, id: str) -> str:
+        """As :meth:`Store.session_key`."""
+        ...
 
     def fleet(self, tool: str) -> bool:
-        """Whether ``tool``'s breaker is fleet-wide in this store."""
+        """As :meth:`Store.fleet`."""
         ...
 
     def cached(self, tool: str) -> bool | None:
@@ -199,24 +243,38 @@ class AsyncStore(Protocol):
         """As :meth:`Store.forget`."""
         ...
 
-    async def acheck(self, session: str, tool: str, cooldown: float, *, fleet: bool) -> Check:
+    async def acheck(
+        self, session: str, tool: str, cooldown: float, *, fleet: bool, timeout: float
+    ) -> Check:
         """As :meth:`Store.check`."""
         ...
 
     async def arecord(
-        self, session: str, tool: str, failed: bool, failures: int, cooldown: float, *, fleet: bool
+        self,
+        session: str,
+        tool: str,
+        failed: bool,
+        failures: int,
+        cooldown: float,
+        *,
+        fleet: bool,
+        timeout: float,
     ) -> Recorded:
         """As :meth:`Store.record`."""
         ...
 
-    async def acount_retry(self, session: str, tool: str, step: str) -> int:
+    async def acount_retry(self, session: str, tool: str, step: bytes, *, timeout: float) -> int:
         """As :meth:`Store.count_retry`."""
         ...
 
-    async def aread(self, session: str, tool: str, *, fleet: bool) -> Remembered:
+    async def aread(self, session: str, tool: str, *, fleet: bool, timeout: float) -> Remembered:
         """As :meth:`Store.read`."""
         ...
 
-    async def areset(self, session: str, tool: str | None) -> None:
+    async def areset(self, session: str, tool: str | None, *, timeout: float) -> None:
         """As :meth:`Store.reset`."""
+        ...
+
+    async def atouch(self, session: str, *, timeout: float) -> None:
+        """As :meth:`Store.touch`."""
         ...

@@ -1,67 +1,43 @@
 """``RedisStore``: sessions' budgets and breakers on a Redis or Valkey server.
 
-Every change is one Lua script (``_lua``), sent with ``EVALSHA`` and loaded again
-when the server answers ``NOSCRIPT`` (after a restart or ``SCRIPT FLUSH``). Keys::
+Every change is one Lua script (``_lua``: each names the rule of
+``toolguard.sessions._rules`` it implements), sent with ``EVALSHA`` and loaded again
+when the server answers ``NOSCRIPT`` (after a restart or ``SCRIPT FLUSH``), on
+connections of the store's own with one deadline per call (``_wire``). Keys::
 
     {namespace}:{<agent>|<session>}:t:<tool>    a tool's record in a session (hash)
     {namespace}:{<agent>|<session>}:s:<tool>    the steps that spent its budget (zset)
-    {namespace}:{<agent>|<session>}:tools       the session's tools (set, for reset)
+    {namespace}:{<agent>|<session>}:tools       the session's tools (set: reset, renewal)
     {namespace}:{<agent>|fleet|<tool>}:t:<tool> a fleet-wide breaker (hash)
 
-The part in braces is a cluster hash tag: one session's keys share a slot. Agent,
-session and tool names are percent-escaped (``%``, braces, ``:``, ``|`` and anything
-unprintable), and names too long for a key are hashed. Each write sets the keys'
-TTL, so a session idle for ``ttl`` seconds disappears.
+The part in braces is a cluster hash tag: one session's keys share a slot. Names are
+escaped or hashed so that distinct names never share a key (``_keys``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Collection
 from typing import Any, Final
-from urllib.parse import quote
 
 from toolguard.sessions._named import SESSION_TTL
+from toolguard.sessions._rules import COUNTED_STEPS
 from toolguard.stores import _lua
-from toolguard.stores._base import (
-    Check,
-    FailMode,
-    Health,
-    Recorded,
-    Remembered,
-    StoreUnavailable,
-)
+from toolguard.stores._base import Check, FailMode, Health, Recorded, Remembered
+from toolguard.stores._keys import Parts, part
 from toolguard.stores._remote import RemoteState
+from toolguard.stores._wire import AsyncWire, Script, Wire
 
-__all__ = ["COUNTED_STEPS", "DEFAULT_TIMEOUT", "RedisStore"]
+__all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
 
 DEFAULT_TIMEOUT: Final = 0.25  # seconds: from_url's connect and read timeouts
-COUNTED_STEPS: Final = 256  # steps remembered per tool for the budget (as in memory)
-_MAX_PART: Final = 120
 _EVENTS: Final = {0: None, 1: "breaker_opened", 2: "breaker_closed"}
 _MODES: Final = ("fail-open", "fail-closed")
+_FIELDS: Final = ("r", "f", "o", "c")
 
-
-def _part(name: str) -> str:
-    """``name`` as a key part: escaped, and hashed when long."""
-    escaped = quote(name, safe="")
-    if len(escaped) > _MAX_PART:
-        return "h-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-    return escaped
-
-
-class _Script:
-    __slots__ = ("sha", "source")
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()  # the server's script id
-
-
-_CHECK, _RECORD, _RETRY, _RESET = (
-    _Script(s) for s in (_lua.CHECK, _lua.RECORD, _lua.RETRY, _lua.RESET)
+_CHECK, _RECORD, _RETRY, _RESET, _TOUCH = (
+    Script(s) for s in (_lua.CHECK, _lua.RECORD, _lua.RETRY, _lua.RESET, _lua.TOUCH)
 )
 
 
@@ -80,19 +56,24 @@ class RedisStore:
     only the session's async methods may be used). The client must bound its waits:
     ``socket_connect_timeout`` and ``socket_timeout`` set, their sum at most
     ``max_wait`` seconds, and no client-side retries (``retry=Retry(NoBackoff(), 0)``);
-    :meth:`from_url` builds such a client. A call then waits at most
-    ``socket_connect_timeout + socket_timeout`` on a dead or silent server.
+    :meth:`from_url` builds such a client. The store makes its own connections with
+    the client's settings; one tool call then waits at most ``wait_bound``
+    (``socket_connect_timeout + socket_timeout``) on the store in all, however many
+    round trips it takes, on a dead, silent or slow server. An asyncio store works
+    from any event loop (each loop gets its own connections).
 
     * ``agent``: the namespace of this agent's sessions (two agents sharing a server
       never share state).
-    * ``ttl``: seconds an idle session's keys live (default: as long as an idle
-      session is kept in memory, :data:`~toolguard.sessions._named.SESSION_TTL`).
+    * ``ttl``: seconds an unused session is kept (default: as long as an idle
+      session is kept in memory, :data:`~toolguard.sessions._named.SESSION_TTL`); a
+      session in use keeps its state (R5 of ``toolguard.sessions._rules``).
     * ``fleet_breakers``: ``True`` for every tool, or tool names, whose breaker is
       shared by all sessions of the agent (one tool down is down for everyone);
       their closed state is cached in the process for ``fleet_cache`` seconds.
     * ``on_unavailable``: ``"fail-open"`` (answer from process memory while the
       server is down) or ``"fail-closed"`` (tools with a breaker or budget are
-      answered "unavailable" and do not run). The server is asked again
+      answered "unavailable" and do not run). Whatever the store raises is its
+      outage, never the tool's failure; the server is asked again
       ``retry_interval`` seconds after a failure.
     """
 
@@ -147,13 +128,16 @@ class RedisStore:
         self.health = Health("redis", float(retry_interval))
         self._fleet_all = fleet_breakers is True
         self._fleet = frozenset(() if isinstance(fleet_breakers, bool) else fleet_breakers)
-        self._fleet_cache = float(fleet_cache)
+        self.fleet_cache = float(fleet_cache)  # seconds a closed breaker's reading is reused
         self._cached: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()
-        self._ttl_ms = str(int(self.ttl * 1000))
-        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self._noscript: type[BaseException] = redis.exceptions.NoScriptError
-        self._agent = _part(agent)
+        # R5: keys live a quarter longer than ttl, and a session renews them once it
+        # has been used for a quarter of ttl: one used within ttl is never forgotten
+        self._ttl_ms = str(int(self.ttl * 1250))
+        self._skew_ms = 0  # tests only: added to the server's clock (see _lua)
+        self._agent = part(agent)
+        self._part = Parts()
+        self._wire: Wire | AsyncWire = AsyncWire(client) if self.is_async else Wire(client)
 
     @classmethod
     def from_url(
@@ -201,15 +185,15 @@ class RedisStore:
 
     # --- keys ----------------------------------------------------------------------
 
-    def prefix(self, session: str) -> str:
-        return f"{self.namespace}:{{{self._agent}|{_part(session)}}}"
+    def session_key(self, id: str) -> str:
+        """The session ``id`` (any string) as its keys' prefix: computed once per session."""
+        return f"{self.namespace}:{{{self._agent}|{part(id)}}}"
 
     def _record_keys(self, session: str, tool: str, fleet: bool) -> list[str]:
-        part = _part(tool)
+        tool_part = self._part(tool)
         if fleet:
-            return [f"{self.namespace}:{{{self._agent}|fleet|{part}}}:t:{part}"]
-        prefix = self.prefix(session)
-        return [f"{prefix}:t:{part}", f"{prefix}:tools"]
+            return [f"{self.namespace}:{{{self._agent}|fleet|{tool_part}}}:t:{tool_part}"]
+        return [f"{session}:t:{tool_part}", f"{session}:tools"]
 
     # --- fleet-wide breakers: which, and their closed state cached here -------------
 
@@ -224,124 +208,154 @@ class RedisStore:
 
     def remember(self, tool: str, report: bool) -> None:
         if self.fleet(tool):
-            self._cached[tool] = (time.monotonic() + self._fleet_cache, report)
+            self._cached[tool] = (time.monotonic() + self.fleet_cache, report)
 
     def forget(self, tool: str) -> None:
         self._cached.pop(tool, None)
 
-    # --- scripts -------------------------------------------------------------------
-
-    def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
-        client = self.client
-        try:
-            try:
-                return client.evalsha(script.sha, len(keys), *keys, *args)
-            except self._noscript:
-                client.script_load(script.source)
-                return client.evalsha(script.sha, len(keys), *keys, *args)
-        except self._errors as error:
-            raise StoreUnavailable(str(error)) from error
-
-    async def _aeval(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
-        client = self.client
-        try:
-            try:
-                return await client.evalsha(script.sha, len(keys), *keys, *args)
-            except self._noscript:
-                await client.script_load(script.source)
-                return await client.evalsha(script.sha, len(keys), *keys, *args)
-        except self._errors as error:
-            raise StoreUnavailable(str(error)) from error
-
-    # --- the operations (the Store / AsyncStore protocol) ------------------------------
+    # --- the operations' arguments (one place for both twins) -------------------------
 
     def _check_args(
         self, session: str, tool: str, cooldown: float, fleet: bool
-    ) -> tuple[list[str], list[Any]]:
-        return self._record_keys(session, tool, fleet)[:1], [int(cooldown * 1000), self._ttl_ms]
+    ) -> tuple[Script, list[str], list[Any]]:
+        keys = self._record_keys(session, tool, fleet)[:1]
+        return _CHECK, keys, [int(cooldown * 1000), self._ttl_ms, self._skew_ms]
 
     def _record_args(
         self, session: str, tool: str, failed: bool, failures: int, cooldown: float, fleet: bool
-    ) -> tuple[list[str], list[Any]]:
-        args = ["1" if failed else "0", failures, int(cooldown * 1000), self._ttl_ms, _part(tool)]
-        return self._record_keys(session, tool, fleet), args
+    ) -> tuple[Script, list[str], list[Any]]:
+        args = [
+            "1" if failed else "0",
+            failures,
+            self._skew_ms,
+            int(cooldown * 1000),
+            self._ttl_ms,
+            self._part(tool),
+        ]
+        return _RECORD, self._record_keys(session, tool, fleet), args
 
-    def _retry_args(self, session: str, tool: str, step: str) -> tuple[list[str], list[Any]]:
-        prefix, part = self.prefix(session), _part(tool)
-        keys = [f"{prefix}:t:{part}", f"{prefix}:s:{part}", f"{prefix}:tools"]
-        return keys, [step, self._ttl_ms, part, COUNTED_STEPS]
+    def _retry_args(
+        self, session: str, tool: str, step: bytes
+    ) -> tuple[Script, list[str], list[Any]]:
+        tool_part = self._part(tool)
+        keys = [f"{session}:t:{tool_part}", f"{session}:s:{tool_part}", f"{session}:tools"]
+        return _RETRY, keys, [step, self._ttl_ms, tool_part, COUNTED_STEPS]
 
-    def _reset_args(self, session: str, tool: str | None) -> tuple[list[str], list[Any]]:
-        prefix = self.prefix(session)
-        return [f"{prefix}:tools"], [prefix, "" if tool is None else _part(tool)]
+    def _reset_args(self, session: str, tool: str | None) -> tuple[Script, list[str], list[Any]]:
+        return _RESET, [f"{session}:tools"], [session, "" if tool is None else self._part(tool)]
 
-    def check(self, session: str, tool: str, cooldown: float, *, fleet: bool) -> Check:
-        return _check(self._eval(_CHECK, *self._check_args(session, tool, cooldown, fleet)))
+    def _touch_args(self, session: str) -> tuple[Script, list[str], list[Any]]:
+        return _TOUCH, [f"{session}:tools"], [session, self._ttl_ms]
+
+    def _read_keys(self, session: str, tool: str, fleet: bool) -> list[str]:
+        mine = self._record_keys(session, tool, False)[0]
+        return [mine, self._record_keys(session, tool, True)[0]] if fleet else [mine]
+
+    # --- the operations (the Store protocol) -------------------------------------------
+
+    def _sync(self) -> Wire:
+        if not isinstance(self._wire, Wire):
+            raise TypeError("this store has an asyncio client: use its async operations")
+        return self._wire
+
+    def _async(self) -> AsyncWire:
+        if not isinstance(self._wire, AsyncWire):
+            raise TypeError("this store has a sync client: use its sync operations")
+        return self._wire
+
+    def _run(self, timeout: float, script: Script, keys: list[str], args: list[Any]) -> Any:
+        return self._sync().script(time.monotonic() + timeout, script, keys, args)
+
+    def check(
+        self, session: str, tool: str, cooldown: float, *, fleet: bool, timeout: float
+    ) -> Check:
+        return _check(self._run(timeout, *self._check_args(session, tool, cooldown, fleet)))
 
     def record(
-        self, session: str, tool: str, failed: bool, failures: int, cooldown: float, *, fleet: bool
+        self,
+        session: str,
+        tool: str,
+        failed: bool,
+        failures: int,
+        cooldown: float,
+        *,
+        fleet: bool,
+        timeout: float,
     ) -> Recorded:
-        reply = self._eval(
-            _RECORD, *self._record_args(session, tool, failed, failures, cooldown, fleet)
-        )
-        return _recorded(reply)
+        args = self._record_args(session, tool, failed, failures, cooldown, fleet)
+        return _recorded(self._run(timeout, *args))
 
-    def count_retry(self, session: str, tool: str, step: str) -> int:
-        return int(self._eval(_RETRY, *self._retry_args(session, tool, step)))
+    def count_retry(self, session: str, tool: str, step: bytes, *, timeout: float) -> int:
+        return int(self._run(timeout, *self._retry_args(session, tool, step)))
 
-    def reset(self, session: str, tool: str | None) -> None:
-        self._eval(_RESET, *self._reset_args(session, tool))
+    def reset(self, session: str, tool: str | None, *, timeout: float) -> None:
+        self._run(timeout, *self._reset_args(session, tool))
         if tool is not None:
             self.forget(tool)
 
-    def read(self, session: str, tool: str, *, fleet: bool) -> Remembered:
-        keys = self._record_keys(session, tool, False)
-        try:
-            mine = self.client.hmget(keys[0], "r", "f", "o", "c")
-            breaker = (
-                self.client.hmget(self._record_keys(session, tool, True)[0], "r", "f", "o", "c")
-                if fleet
-                else mine
-            )
-        except self._errors as error:
-            raise StoreUnavailable(str(error)) from error
-        return _remembered(mine, breaker)
+    def touch(self, session: str, *, timeout: float) -> None:
+        self._run(timeout, *self._touch_args(session))
 
-    # async twins: the same arguments, awaited
+    def read(self, session: str, tool: str, *, fleet: bool, timeout: float) -> Remembered:
+        deadline = time.monotonic() + timeout
+        found = [
+            self._sync().command(deadline, "HMGET", key, *_FIELDS)
+            for key in self._read_keys(session, tool, fleet)
+        ]
+        return _remembered(found[0], found[-1])
 
-    async def acheck(self, session: str, tool: str, cooldown: float, *, fleet: bool) -> Check:
-        return _check(await self._aeval(_CHECK, *self._check_args(session, tool, cooldown, fleet)))
+    def close(self) -> None:
+        """Close this store's idle connections (sync client)."""
+        if isinstance(self._wire, Wire):
+            self._wire.close()
+
+    # --- the async twins (the AsyncStore protocol): the same arguments, awaited ------
+
+    async def _arun(self, timeout: float, script: Script, keys: list[str], args: list[Any]) -> Any:
+        return await self._async().script(time.monotonic() + timeout, script, keys, args)
+
+    async def acheck(
+        self, session: str, tool: str, cooldown: float, *, fleet: bool, timeout: float
+    ) -> Check:
+        return _check(await self._arun(timeout, *self._check_args(session, tool, cooldown, fleet)))
 
     async def arecord(
-        self, session: str, tool: str, failed: bool, failures: int, cooldown: float, *, fleet: bool
+        self,
+        session: str,
+        tool: str,
+        failed: bool,
+        failures: int,
+        cooldown: float,
+        *,
+        fleet: bool,
+        timeout: float,
     ) -> Recorded:
-        reply = await self._aeval(
-            _RECORD, *self._record_args(session, tool, failed, failures, cooldown, fleet)
-        )
-        return _recorded(reply)
+        args = self._record_args(session, tool, failed, failures, cooldown, fleet)
+        return _recorded(await self._arun(timeout, *args))
 
-    async def acount_retry(self, session: str, tool: str, step: str) -> int:
-        return int(await self._aeval(_RETRY, *self._retry_args(session, tool, step)))
+    async def acount_retry(self, session: str, tool: str, step: bytes, *, timeout: float) -> int:
+        return int(await self._arun(timeout, *self._retry_args(session, tool, step)))
 
-    async def areset(self, session: str, tool: str | None) -> None:
-        await self._aeval(_RESET, *self._reset_args(session, tool))
+    async def areset(self, session: str, tool: str | None, *, timeout: float) -> None:
+        await self._arun(timeout, *self._reset_args(session, tool))
         if tool is not None:
             self.forget(tool)
 
-    async def aread(self, session: str, tool: str, *, fleet: bool) -> Remembered:
-        keys = self._record_keys(session, tool, False)
-        try:
-            mine = await self.client.hmget(keys[0], "r", "f", "o", "c")
-            breaker = (
-                await self.client.hmget(
-                    self._record_keys(session, tool, True)[0], "r", "f", "o", "c"
-                )
-                if fleet
-                else mine
-            )
-        except self._errors as error:
-            raise StoreUnavailable(str(error)) from error
-        return _remembered(mine, breaker)
+    async def atouch(self, session: str, *, timeout: float) -> None:
+        await self._arun(timeout, *self._touch_args(session))
+
+    async def aread(self, session: str, tool: str, *, fleet: bool, timeout: float) -> Remembered:
+        deadline = time.monotonic() + timeout
+        found = [
+            await self._async().command(deadline, "HMGET", key, *_FIELDS)
+            for key in self._read_keys(session, tool, fleet)
+        ]
+        return _remembered(found[0], found[-1])
+
+    async def aclose(self) -> None:
+        """Close this store's idle connections of the running event loop."""
+        if isinstance(self._wire, AsyncWire):
+            await self._wire.aclose()
 
 
 def _check(reply: Any) -> Check:

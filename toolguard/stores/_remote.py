@@ -1,414 +1,228 @@
-"""A session whose budgets and breakers live in a shared store (:class:`RemoteState`),
-its model steps (:class:`RemoteStep`), and the store's health (:class:`Health`).
+"""A session whose budgets and breakers live in a shared store (:class:`RemoteState`)
+and its model steps (``_remote_step.RemoteStep``): the session side of every store
+but memory.
 
-The in-process state (``sessions._steps.SessionState``, the memory store) is this class's base
-and stays its fallback: while the store is down and the store fails open, the same
-methods answer from process memory, exactly as the memory store would.
+They implement ``sessions._steps``' protocols (``State``, ``Step``); they do not
+extend the memory store's classes. Each holds a memory state or step as its
+*fallback* (R6 of ``sessions._rules``): while the store cannot answer and the store
+fails open, the fallback answers by the same rules. Whatever a store operation raises
+(any type: a ``RedisError``, a closed event loop, a bug) is an outage, handled here
+and logged once; it never reaches the tool's handler chain, breaker or budget.
 
-Cost: a step remembers, per tool, the closed breaker it read, so a healthy tool costs
-one round trip per model step (the first call's check); its successes cost none. A
-failure costs one round trip (the outcome, or the budget: a ``RetryWithFeedback`` is
-neutral for breakers). Tools without a breaker or a budget never touch the store.
+The wait bound is per tool call: the store work of one call (its check, its budget,
+its outcome, and any reload or reconnection inside them) shares one ``wait_bound``.
+
+Cost: a step reuses a closed breaker's reading for its further calls while nothing
+changed in this process and for at most ``fleet_cache`` seconds (another process's
+change is seen by then); a healthy tool costs one round trip per model step, its
+successes none; a failure one more. Tools without a breaker or a budget never touch
+the store (nor do budgets before a failure, under fail-open).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any, Final
 
 from toolguard._logging import emit
-from toolguard.errors import RetryWithFeedback, ToolTimeout, ToolUnavailable
-from toolguard.policy._precedence import Resolved
-from toolguard.policy._resilience import Breaker
-from toolguard.sessions._steps import NEUTRAL, SessionState, Step, ToolState, exhausted, unavailable
-from toolguard.stores._base import (
-    CLOSED,
-    OPEN,
-    Check,
-    Health,
-    Recorded,
-    Remembered,
-    StoreUnavailable,
+from toolguard.sessions._steps import SessionState, ToolState
+from toolguard.stores._base import Health, Refused, StoreUnavailable
+from toolguard.stores._remote_step import SPENT, RemoteStep
+
+__all__ = ["RemoteState"]
+
+_NAMED_STEPS: Final = 1024  # named steps (and their readings) kept per session
+_ASYNC_ONLY: Final = (
+    "this session's store uses an asyncio client: use the session's async methods "
+    "(adispatch, arun, aadmit, ahandle_error, ahandle_result, astate, areset), or give "
+    "the store a sync client"
 )
 
-__all__ = ["RemoteState", "RemoteStep"]
 
-_NAMED_STEPS: Final = 1024  # named steps (and their reads) remembered per session
-_MAX_STEP_ID: Final = 200
+class RemoteState:
+    """One conversation's state in ``store`` under the id ``id`` (see the module)."""
 
-
-class RemoteState(SessionState):
-    """One conversation's state in ``store`` under the id ``id``."""
-
-    def __init__(self, store: Any, id: str | None, *, clock: Callable[[], float] | None = None):
-        super().__init__(clock=clock)
+    def __init__(self, store: Any, id: str | None, *, clock: Any = None) -> None:
         self.store = store
         self.id = id if id is not None else uuid.uuid4().hex
+        self.key: str = store.session_key(self.id)  # once: its cost is the id's length
+        self.fallback = SessionState(clock=clock)
         self.health: Health = store.health
+        self.faults = Health(store.name, store.health.retry_interval, scope="session")
+        self.epoch = 0  # moves when this process changes a breaker here: readings expire
+        self._lock = threading.Lock()
         self._named: OrderedDict[str, RemoteStep] = OrderedDict()
+        self._renew_every = store.ttl / 4
+        self._renewed = time.monotonic() if id is None else float("-inf")
+        self._renewing: set[asyncio.Task[None]] = set()
 
-    # --- steps ----------------------------------------------------------------------
+    # --- outages, once -----------------------------------------------------------------
+
+    def down(self) -> bool:
+        return self.health.down() or self.faults.down()
+
+    def failed(self, error: BaseException) -> None:
+        (self.faults if isinstance(error, Refused) else self.health).failed(error)
+
+    def ok(self) -> None:
+        self.health.ok()
+        self.faults.ok()
+
+    def run(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        """``store.operation(...)`` within what is left of this call's wait bound."""
+        left = self.store.wait_bound - SPENT.get()
+        if left <= 0:
+            raise StoreUnavailable("the store's wait bound for this call is spent")
+        started = time.monotonic()
+        try:
+            return getattr(self.store, operation)(*args, timeout=left, **kwargs)
+        finally:
+            SPENT.set(SPENT.get() + time.monotonic() - started)
+
+    async def arun(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`run` (a sync store's operation blocks the loop, within the bound)."""
+        left = self.store.wait_bound - SPENT.get()
+        if left <= 0:
+            raise StoreUnavailable("the store's wait bound for this call is spent")
+        started = time.monotonic()
+        try:
+            if self.store.is_async:
+                return await getattr(self.store, "a" + operation)(*args, timeout=left, **kwargs)
+            return getattr(self.store, operation)(*args, timeout=left, **kwargs)
+        finally:
+            SPENT.set(SPENT.get() + time.monotonic() - started)
+
+    # --- steps, and R5: a session in use renews its state -------------------------------
 
     def step(self, key: str | None = None) -> RemoteStep:
         if self.store.is_async:
-            raise TypeError(
-                "this session's store uses an asyncio client: use the session's async "
-                "methods (adispatch, arun, aadmit, ahandle_error, ahandle_result, astate, "
-                "areset), or give the store a sync client"
-            )
+            raise TypeError(_ASYNC_ONLY)
+        if time.monotonic() - self._renewed >= self._renew_every:
+            self._renew()
         return self._step(key)
 
     def astep(self, key: str | None = None) -> RemoteStep:
+        if time.monotonic() - self._renewed >= self._renew_every:
+            if self.store.is_async:
+                task = asyncio.get_running_loop().create_task(self._arenew())
+                self._renewing.add(task)
+                task.add_done_callback(self._renewing.discard)
+            else:
+                self._renew()
         return self._step(key)
 
     def _step(self, key: str | None) -> RemoteStep:
-        number = SessionState.step(self, key).number  # the fallback's step
         if key is None:
-            return RemoteStep(self, number, None)  # its id drawn when a budget needs it
+            return RemoteStep(self, None)
         with self._lock:
             found = self._named.get(key)
-            if found is not None and found.number == number:
+            if found is not None:
                 self._named.move_to_end(key)
                 return found
-            ident = (
-                key if len(key) <= _MAX_STEP_ID else "h:" + uuid.uuid5(uuid.NAMESPACE_URL, key).hex
-            )
-            made = self._named[key] = RemoteStep(self, number, ident)
+            made = self._named[key] = RemoteStep(self, key)
             if len(self._named) > _NAMED_STEPS:
                 self._named.popitem(last=False)
         return made
+
+    def _renew(self) -> None:
+        self._renewed = time.monotonic()
+        if self.down():
+            return
+        SPENT.set(0.0)
+        try:
+            self.run("touch", self.key)
+        except Exception as error:  # noqa: BLE001 - R6: the store's, never the call's
+            self.failed(error)
+        else:
+            self.ok()
+        SPENT.set(0.0)
+
+    async def _arenew(self) -> None:
+        self._renewed = time.monotonic()
+        if self.down():
+            return
+        SPENT.set(0.0)  # this task's own context
+        try:
+            await self.arun("touch", self.key)
+        except Exception as error:  # noqa: BLE001 - R6
+            self.failed(error)
+        else:
+            self.ok()
 
     # --- what the application asks --------------------------------------------------
 
     def state(self, tool: str) -> ToolState:
         """What the store remembers about ``tool`` (``open_until`` on the store's clock,
-        epoch seconds); while it is down, the fallback's memory."""
-        if self.health.down():
-            return SessionState.state(self, tool)
+        epoch seconds); while it cannot answer, the fallback's memory."""
+        if self.store.is_async:
+            raise TypeError(_ASYNC_ONLY)
+        if self.down():
+            return self.fallback.state(tool)
+        SPENT.set(0.0)
         try:
-            remembered = self.step().store_read(tool)
-        except StoreUnavailable as error:
-            self.health.failed(error)
-            return SessionState.state(self, tool)
-        self.health.ok()
-        return _tool_state(remembered)
+            found = self.run("read", self.key, tool, fleet=self.store.fleet(tool))
+        except Exception as error:  # noqa: BLE001 - R6
+            self.failed(error)
+            return self.fallback.state(tool)
+        finally:
+            SPENT.set(0.0)
+        self.ok()
+        return ToolState(found.model_retries, found.consecutive_failures, found.open_until)
 
     async def astate(self, tool: str) -> ToolState:
         """Async :meth:`state`."""
-        if self.health.down():
-            return SessionState.state(self, tool)
+        if self.down():
+            return self.fallback.state(tool)
+        SPENT.set(0.0)
         try:
-            remembered = await self.astep().astore_read(tool)
-        except StoreUnavailable as error:
-            self.health.failed(error)
-            return SessionState.state(self, tool)
-        self.health.ok()
-        return _tool_state(remembered)
+            found = await self.arun("read", self.key, tool, fleet=self.store.fleet(tool))
+        except Exception as error:  # noqa: BLE001 - R6
+            self.failed(error)
+            return self.fallback.state(tool)
+        finally:
+            SPENT.set(0.0)
+        self.ok()
+        return ToolState(found.model_retries, found.consecutive_failures, found.open_until)
 
     def reset(self, tool: str | None = None) -> None:
-        """Forget budgets and close breakers, in the store and here; fleet-wide
-        breakers are the fleet's and stay as they are."""
+        """R4 in the store and in the fallback. While the store cannot answer, raises
+        :class:`StoreUnavailable` and changes nothing: call it again once it is back."""
         if self.store.is_async:
-            self.step()  # raises: the sync spelling needs a sync client
-        self._forget()
+            raise TypeError(_ASYNC_ONLY)
+        SPENT.set(0.0)
         try:
-            self.store.reset(self.id, tool)
-        except StoreUnavailable as error:
-            self.health.failed(error)
-        SessionState.reset(self, tool)
+            self.run("reset", self.key, tool)
+        except Exception as error:  # noqa: BLE001 - R6: told to the caller, below
+            self._not_reset(error)
+        finally:
+            SPENT.set(0.0)
+        self._was_reset(tool)
 
     async def areset(self, tool: str | None = None) -> None:
         """Async :meth:`reset`."""
-        self._forget()
+        SPENT.set(0.0)
         try:
-            await _awaited(self.store, "reset", self.id, tool)
-        except StoreUnavailable as error:
-            self.health.failed(error)
-        SessionState.reset(self, tool)
+            await self.arun("reset", self.key, tool)
+        except Exception as error:  # noqa: BLE001 - R6: told to the caller, below
+            self._not_reset(error)
+        finally:
+            SPENT.set(0.0)
+        self._was_reset(tool)
 
-    def _forget(self) -> None:
+    def _not_reset(self, error: Exception) -> None:
+        self.failed(error)
+        raise StoreUnavailable(
+            "the store did not answer: the session was not reset (reset it again once "
+            "the store answers)"
+        ) from error
+
+    def _was_reset(self, tool: str | None) -> None:
+        self.ok()
         with self._lock:
-            self._named.clear()
-
-
-def _tool_state(remembered: Remembered) -> ToolState:
-    return ToolState(
-        remembered.model_retries, remembered.consecutive_failures, remembered.open_until
-    )
-
-
-def _closed(tool: str, seconds: float) -> ToolUnavailable:
-    """What the model is told when the store fails closed."""
-    return ToolUnavailable(
-        f"The tool '{tool}' is unavailable right now. Do not call it again for about "
-        f"{seconds:.0f} s; use another tool or tell the user.",
-        tool=tool,
-        retry_after=seconds,
-    )
-
-
-_ID_LOCK: Final = threading.Lock()
-_ASK: Final = object()  # "the step cannot decide alone: ask the store"
-
-
-class RemoteStep(Step):
-    """One model step of a :class:`RemoteState`: :attr:`id` is unique across processes
-    (the step's own key, or a random one drawn on first use)."""
-
-    __slots__ = ("_alock", "_id", "_lock", "seen")
-    remote = True
-    session: RemoteState
-
-    def __init__(self, session: RemoteState, number: int, id: str | None) -> None:
-        super().__init__(session, number)
-        self._id = id
-        # one check per tool per step: parallel calls of a round wait for its answer
-        self._lock = threading.Lock()
-        self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self.seen: dict[str, bool] = {}  # tool -> closed, with failures to report?
-
-    @property
-    def id(self) -> str:
-        """The step's identity in the store (what a budget counts once)."""
-        if self._id is None:
-            with _ID_LOCK:  # parallel calls of a round must agree on it
-                if self._id is None:
-                    self._id = uuid.uuid4().hex
-        return self._id
-
-    # --- the breaker, before a call --------------------------------------------------
-
-    def _before_check(self, tool: str, breaker: Breaker) -> Any:
-        seen = self.seen.get(tool)
-        if seen is not None:
-            return seen
-        state = self.session
-        if state.store.fleet(tool):
-            cached = state.store.cached(tool)
-            if cached is not None:
-                return cached
-        if state.health.down():
-            return self._check_here(tool, breaker)
-        return _ASK
-
-    def _check_here(self, tool: str, breaker: Breaker) -> bool:
-        if self.session.store.on_unavailable == "fail-closed":
-            raise _closed(tool, self.session.health.retry_interval)
-        return Step.check_breaker(self, tool, breaker)
-
-    def _checked(self, tool: str, breaker: Breaker, check: Check) -> bool:
-        self.session.health.ok()
-        if check.status == CLOSED:
-            report = check.failures > 0
-            self.seen[tool] = report
-            self.session.store.remember(tool, report)
-            return report
-        if check.status == OPEN:
-            raise unavailable(tool, breaker, check.retry_after)
-        return True  # the trial: this call holds the lease
-
-    def check_breaker(self, tool: str, breaker: Breaker | None) -> bool:
-        if breaker is None:
-            return False
-        seen = self.seen.get(tool)
-        if seen is not None:
-            return seen
-        with self._lock:
-            return self._check(tool, breaker)
-
-    def _check(self, tool: str, breaker: Breaker) -> bool:
-        decided = self._before_check(tool, breaker)
-        if decided is not _ASK:
-            return bool(decided)
-        state = self.session
-        try:
-            check = state.store.check(
-                state.id, tool, breaker.cooldown, fleet=state.store.fleet(tool)
-            )
-        except StoreUnavailable as error:
-            state.health.failed(error)
-            return self._check_here(tool, breaker)
-        return self._checked(tool, breaker, check)
-
-    async def acheck_breaker(self, tool: str, breaker: Breaker | None) -> bool:
-        if breaker is None:
-            return False
-        seen = self.seen.get(tool)
-        if seen is not None:
-            return seen
-        loop = asyncio.get_running_loop()
-        if self._alock is None or self._alock[0] is not loop:  # a lock serves one loop
-            self._alock = (loop, asyncio.Lock())
-        async with self._alock[1]:
-            return await self._acheck(tool, breaker)
-
-    async def _acheck(self, tool: str, breaker: Breaker) -> bool:
-        decided = self._before_check(tool, breaker)
-        if decided is not _ASK:
-            return bool(decided)
-        state = self.session
-        try:
-            check = await _awaited(
-                state.store,
-                "check",
-                state.id,
-                tool,
-                breaker.cooldown,
-                fleet=state.store.fleet(tool),
-            )
-        except StoreUnavailable as error:
-            state.health.failed(error)
-            return self._check_here(tool, breaker)
-        return self._checked(tool, breaker, check)
-
-    # --- after a call ----------------------------------------------------------------
-
-    def _counts(
-        self, tool: str, breaker: Breaker | None, error: Exception | None, visible: bool
-    ) -> bool | None:
-        """Whether the outcome counts as a failure; ``None``: nothing to record."""
-        if breaker is None:
-            return None
-        if error is None:
-            if self.seen.get(tool) is False:
-                return None  # a healthy tool's success changes nothing
-            if self.session.store.fleet(tool) and self.session.store.cached(tool) is False:
-                return None
-            return False
-        if isinstance(error, NEUTRAL):
-            return None
-        return isinstance(error, ToolTimeout) or not visible
-
-    def _recorded(self, tool: str, recorded: Recorded) -> None:
-        self.session.health.ok()
-        self.session.store.forget(tool)
-        if recorded.open:
-            self.seen.pop(tool, None)
-        else:
-            self.seen[tool] = recorded.failures > 0
-        if recorded.event == "breaker_opened":
-            emit("warning", "breaker_opened", tool=tool, failures=recorded.failures)
-        elif recorded.event == "breaker_closed":
-            emit("info", "breaker_closed", tool=tool)
-
-    def _record(
-        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
-    ) -> None:
-        failed = self._counts(tool, breaker, error, visible)
-        if failed is None or breaker is None:
-            return
-        state = self.session
-        if state.health.down():
-            Step._record(self, tool, breaker, error, visible=visible)
-            return
-        try:
-            recorded = state.store.record(
-                state.id,
-                tool,
-                failed,
-                breaker.failures,
-                breaker.cooldown,
-                fleet=state.store.fleet(tool),
-            )
-        except StoreUnavailable as unavailable_:
-            state.health.failed(unavailable_)
-            Step._record(self, tool, breaker, error, visible=visible)
-            return
-        self._recorded(tool, recorded)
-
-    async def _arecord(
-        self, tool: str, breaker: Breaker | None, error: Exception | None, *, visible: bool
-    ) -> None:
-        failed = self._counts(tool, breaker, error, visible)
-        if failed is None or breaker is None:
-            return
-        state = self.session
-        if state.health.down():
-            Step._record(self, tool, breaker, error, visible=visible)
-            return
-        try:
-            recorded = await _awaited(
-                state.store,
-                "record",
-                state.id,
-                tool,
-                failed,
-                breaker.failures,
-                breaker.cooldown,
-                fleet=state.store.fleet(tool),
-            )
-        except StoreUnavailable as unavailable_:
-            state.health.failed(unavailable_)
-            Step._record(self, tool, breaker, error, visible=visible)
-            return
-        self._recorded(tool, recorded)
-
-    async def asucceeded(self, tool: str, breaker: Breaker | None) -> None:
-        await self._arecord(tool, breaker, None, visible=False)
-
-    async def aafter(
-        self, tool: str, breaker: Breaker | None, error: Exception, *, visible: bool
-    ) -> None:
-        await self._arecord(tool, breaker, error, visible=visible)
-
-    # --- the model-retry budget, before the handler chain ------------------------------
-
-    def before(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
-        limit = resolved.max_model_retries
-        if limit is None or not isinstance(error, RetryWithFeedback):
-            return error
-        state = self.session
-        if state.health.down():
-            return self._budget_here(error, tool, resolved)
-        try:
-            used = state.store.count_retry(state.id, tool, self.id)
-        except StoreUnavailable as unavailable_:
-            state.health.failed(unavailable_)
-            return self._budget_here(error, tool, resolved)
-        state.health.ok()
-        return exhausted(error, tool, used, limit)
-
-    async def abefore(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
-        limit = resolved.max_model_retries
-        if limit is None or not isinstance(error, RetryWithFeedback):
-            return error
-        state = self.session
-        if state.health.down():
-            return self._budget_here(error, tool, resolved)
-        try:
-            used = await _awaited(state.store, "count_retry", state.id, tool, self.id)
-        except StoreUnavailable as unavailable_:
-            state.health.failed(unavailable_)
-            return self._budget_here(error, tool, resolved)
-        state.health.ok()
-        return exhausted(error, tool, used, limit)
-
-    def _budget_here(self, error: Exception, tool: str, resolved: Resolved) -> Exception:
-        if self.session.store.on_unavailable == "fail-closed":
-            return _closed(tool, self.session.health.retry_interval)
-        return Step.before(self, error, tool, resolved)
-
-    # --- reads -----------------------------------------------------------------------
-
-    def store_read(self, tool: str) -> Remembered:
-        state = self.session
-        return state.store.read(state.id, tool, fleet=state.store.fleet(tool))  # type: ignore[no-any-return]  # the store is Any (sync or async)
-
-    async def astore_read(self, tool: str) -> Remembered:
-        state = self.session
-        found: Remembered = await _awaited(
-            state.store, "read", state.id, tool, fleet=state.store.fleet(tool)
-        )
-        return found
-
-
-async def _awaited(store: Any, operation: str, *args: Any, **kwargs: Any) -> Any:
-    """``store.operation(...)``, or its twin ``store.aoperation(...)`` awaited when the
-    store is async (a sync store's operation blocks the loop for at most its bound)."""
-    if store.is_async:
-        return await getattr(store, "a" + operation)(*args, **kwargs)
-    return getattr(store, operation)(*args, **kwargs)
+            self.epoch += 1
+        self.fallback.forget(tool)
+        emit("info", "session_reset", tool=tool)
