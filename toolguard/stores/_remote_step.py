@@ -52,6 +52,7 @@ class Owner(Protocol):
     def ok(self) -> None: ...
     def run(self, operation: str, *args: Any, **kwargs: Any) -> Any: ...
     async def arun(self, operation: str, *args: Any, **kwargs: Any) -> Any: ...
+    async def aready(self) -> None: ...
 
 
 class RemoteStep:
@@ -86,6 +87,10 @@ class RemoteStep:
         if found is None:
             found = self._fallback = self.session.fallback.step(self.key)
         return found
+
+    async def aready(self) -> None:
+        """Before the step's first call on the async path: R5's renewal, when due."""
+        await self.session.aready()
 
     # --- R1, before a call -------------------------------------------------------------
 

@@ -260,6 +260,10 @@ class AsyncWire:
         connection = entry.idle.pop() if entry.idle else None
         if connection is not None:
             try:
+                # two turns of the loop: the first polls the sockets, the second runs
+                # their callbacks (a FIN the server sent while idle becomes the stream's EOF)
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
                 if not await connection.can_read():
                     return connection
             except Exception:  # noqa: BLE001 - closed while idle: make another
