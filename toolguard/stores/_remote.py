@@ -55,7 +55,7 @@ class RemoteState:
         self.epoch = 0  # moves when this process changes a breaker here: readings expire
         self._lock = threading.Lock()
         self._named: OrderedDict[str, RemoteStep] = OrderedDict()
-        self._renew_every = store.ttl / 4
+        self._renew_every: float = store.ttl / 4
         self._renewed = time.monotonic() if id is None else float("-inf")
 
     # --- outages, once -----------------------------------------------------------------
@@ -99,7 +99,7 @@ class RemoteState:
     def step(self, key: str | None = None) -> RemoteStep:
         if self.store.is_async:
             raise TypeError(_ASYNC_ONLY)
-        if time.monotonic() - self._renewed >= self._renew_every:
+        if self.due():
             self._renew()
         return self._step(key)
 
@@ -133,9 +133,13 @@ class RemoteState:
             self.ok()
         SPENT.set(0.0)
 
+    def due(self) -> bool:
+        """R5: whether this process should renew the session now."""
+        return time.monotonic() - self._renewed >= self._renew_every
+
     async def aready(self) -> None:
         """R5 for the async methods: renew the session if it is due (never raises)."""
-        if time.monotonic() - self._renewed < self._renew_every:
+        if not self.due():
             return
         self._renewed = time.monotonic()
         if self.down():

@@ -52,6 +52,7 @@ class Owner(Protocol):
     def ok(self) -> None: ...
     def run(self, operation: str, *args: Any, **kwargs: Any) -> Any: ...
     async def arun(self, operation: str, *args: Any, **kwargs: Any) -> Any: ...
+    def due(self) -> bool: ...
     async def aready(self) -> None: ...
 
 
@@ -89,7 +90,8 @@ class RemoteStep:
         return found
 
     async def aready(self) -> None:
-        """Before the step's first call on the async path: R5's renewal, when due."""
+        """Before the step's first call on the async path: R5's renewal, when due (the
+        async operations below renew too, for callers that do not call this first)."""
         await self.session.aready()
 
     # --- R1, before a call -------------------------------------------------------------
@@ -158,6 +160,8 @@ class RemoteStep:
     async def acheck_breaker(
         self, tool: str, breaker: Breaker | None, budget: bool = False
     ) -> bool:
+        if self.session.due():  # R5 (a caller that did not await aready() first)
+            await self.session.aready()
         SPENT.set(0.0)
         if not self._asks(breaker, budget):
             return False
@@ -325,6 +329,8 @@ class RemoteStep:
         limit = resolved.max_model_retries
         if limit is None or not isinstance(error, RetryWithFeedback):
             return error
+        if self.session.due():
+            await self.session.aready()
         state = self.session
         if state.down():
             return self._budget_here(error, tool, resolved)
