@@ -33,7 +33,7 @@ from toolguard.errors import InvalidArguments, ToolCallFailed
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.schema._arguments import Arguments, any_validator
-from toolguard.sessions._steps import SessionState, Step
+from toolguard.sessions._steps import State, Step
 
 __all__ = ["Conversation", "Scope"]
 
@@ -64,7 +64,7 @@ class Scope:
         self,
         runner: Runner,
         session: Conversation | None = None,
-        state: SessionState | None = None,
+        state: State | None = None,
         step: str | None = None,
     ) -> None:
         self._runner = runner
