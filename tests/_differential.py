@@ -54,7 +54,15 @@ __all__ = ["IDS", "Case", "diverges", "generate", "load", "save", "shrink"]
 COOLDOWN = 60.0
 OUTCOMES = ("ok", "fail", "visible", "retry", "bad")
 TOOLS = ("alpha", "beta", "gamma")
-EVENTS = ("breaker_opened", "breaker_closed", "session_reset", "tool_error_hidden")
+# (store_unavailable too: an outage, on a machine too loaded for the store's timeouts,
+# shows as what it is rather than as a difference of state)
+EVENTS = (
+    "breaker_opened",
+    "breaker_closed",
+    "session_reset",
+    "tool_error_hidden",
+    "store_unavailable",
+)
 IDS = (
     "conversation",
     "\ud800 lone surrogate",
@@ -230,7 +238,12 @@ def diverges(case: Case, url: str) -> tuple[int, Any, Any] | None:
     operation's index, memory's observation, Redis's)."""
     moved = [0.0]  # both clocks: real time, plus the waits
     store = RedisStore.from_url(
-        url, asyncio=case["mode"] == "async", agent=f"diff-{uuid.uuid4().hex[:10]}", ttl=600
+        url,
+        asyncio=case["mode"] == "async",
+        agent=f"diff-{uuid.uuid4().hex[:10]}",
+        ttl=600,
+        timeout=2.0,  # generous: a loaded machine's scheduling is no outage here
+        max_wait=4.0,
     )
     clock = lambda: time.monotonic() + moved[0]  # noqa: E731
     agent = dispatcher()  # its own named sessions: the same id is a new conversation

@@ -89,7 +89,7 @@ class World:
         self.store = RedisStore.from_url(
             self.proxy.url,
             asyncio=client == "asyncio",
-            timeout=0.2,
+            timeout=0.4,  # what a loaded machine needs; the faults go past it
             on_unavailable="fail-open" if mode == "fail-open" else "fail-closed",
             retry_interval=0.2,
             agent=f"faults-{uuid.uuid4().hex[:8]}",
@@ -124,7 +124,7 @@ def _apply(world: World, fault: str) -> Callable[[], None]:
         world.server.pause()
         return world.server.resume
     if fault == "slow":
-        world.proxy.delay = 0.5  # past the read timeout (0.2 s)
+        world.proxy.delay = 1.2  # past the read timeout (0.4 s)
 
         def fast() -> None:
             world.proxy.delay = 0.0
