@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         ping = _per_call(_pings(redis_store), shared, n, batches)
         print(f"(one PING round trip to this server: {ping / 1000:.1f}us, the floor of a step)")
+        redis_store.close()
         redis_store.client.close()
     finally:
         server.close()

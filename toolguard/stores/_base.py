@@ -151,6 +151,7 @@ class Store(Protocol):
     health: Health
     wait_bound: float  # seconds of store work one tool call may wait, in all
     ttl: float  # R5: seconds an unused session is kept
+    fleet_cache: float  # seconds a step may reuse its reading of a closed breaker
 
     def session_key(self, id: str) -> str:
         """The session ``id`` (any string) as the store names it: distinct ids give
@@ -222,6 +223,7 @@ class AsyncStore(Protocol):
     health: Health
     wait_bound: float
     ttl: float
+    fleet_cache: float
 
     def session_key(self, id: str) -> str:
         """As :meth:`Store.session_key`."""
