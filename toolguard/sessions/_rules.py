@@ -41,6 +41,7 @@ with a breaker or a budget does not run. Either way the outage is logged once.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Final
 
 from toolguard.errors import (
@@ -99,7 +100,9 @@ class Record:
         self.cooldown = 0.0  # the cool-down it opened with
         self.lease_until: float | None = None  # the half-open trial's lease
         self.retries = 0  # model retries spent (R3)
-        self.counted: dict[object, None] | None = None  # R3: steps that counted, oldest first
+        # R3: steps that counted, oldest first (an OrderedDict: a dict's oldest key is
+        # found past every deleted one, which costs more the longer it serves as a queue)
+        self.counted: OrderedDict[object, None] | None = None
 
 
 def admit(record: Record, now: float, cooldown: float) -> tuple[int, float]:
@@ -152,12 +155,12 @@ def spend(record: Record, step: object) -> int:
     """R3: count ``step`` against the budget once; the retries spent so far."""
     counted = record.counted
     if counted is None:
-        counted = record.counted = {}
+        counted = record.counted = OrderedDict()
     elif step in counted:
         return record.retries
     counted[step] = None
     if len(counted) > COUNTED_STEPS:
-        del counted[next(iter(counted))]  # the oldest
+        counted.popitem(last=False)  # the oldest
     record.retries += 1
     return record.retries
 
