@@ -59,8 +59,8 @@ __all__ = [
     "COUNTED_STEPS",
     "NEUTRAL",
     "OPEN",
-    "BREAKER_CLOSED",
-    "BREAKER_OPENED",
+    "EVENT_BREAKER_CLOSED",
+    "EVENT_BREAKER_OPENED",
     "TRIAL",
     "Record",
     "admit",
@@ -78,8 +78,8 @@ TRIAL: Final = 1  # run it: this caller holds the half-open trial's lease
 OPEN: Final = 2  # do not run it for retry_after seconds
 
 # R2's events
-BREAKER_OPENED: Final = "breaker_opened"
-BREAKER_CLOSED: Final = "breaker_closed"
+EVENT_BREAKER_OPENED: Final = "breaker_opened"
+EVENT_BREAKER_CLOSED: Final = "breaker_closed"
 
 COUNTED_STEPS: Final = 1024  # R3: steps remembered per tool as having counted
 
@@ -133,8 +133,8 @@ def failed(error: Exception | None, visible: bool) -> bool | None:
 
 
 def settle(record: Record, failure: bool, breaker: Breaker, now: float) -> str | None:
-    """R2: record one outcome; the event it causes (:data:`BREAKER_OPENED`,
-    :data:`BREAKER_CLOSED` or ``None``)."""
+    """R2: record one outcome; the event it causes (:data:`EVENT_BREAKER_OPENED`,
+    :data:`EVENT_BREAKER_CLOSED` or ``None``)."""
     was_open = record.opened_at is not None
     record.lease_until = None
     if failure:
@@ -142,12 +142,12 @@ def settle(record: Record, failure: bool, breaker: Breaker, now: float) -> str |
         if was_open or record.failures >= breaker.failures:
             record.opened_at = now
             record.cooldown = breaker.cooldown
-            return BREAKER_OPENED
+            return EVENT_BREAKER_OPENED
         return None
     record.failures = 0
     if was_open:
         record.opened_at = None
-        return BREAKER_CLOSED
+        return EVENT_BREAKER_CLOSED
     return None
 
 

@@ -22,7 +22,7 @@ from toolguard.errors import RetryWithFeedback
 from toolguard.policy._precedence import Resolved
 from toolguard.policy._resilience import Breaker
 from toolguard.sessions._rules import (
-    BREAKER_OPENED,
+    EVENT_BREAKER_OPENED,
     OPEN,
     Record,
     admit,
@@ -306,7 +306,7 @@ class MemoryStep:
                 record = session._tools[tool] = Record()
             event = settle(record, failure, breaker, session._clock())
             failures = record.failures
-        if event == BREAKER_OPENED:
+        if event == EVENT_BREAKER_OPENED:
             emit("warning", event, tool=tool, failures=failures)
         elif event is not None:
             emit("info", event, tool=tool)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from toolguard.sessions._named import SESSION_TTL
-from toolguard.sessions._rules import COUNTED_STEPS
+from toolguard.sessions._rules import COUNTED_STEPS, EVENT_BREAKER_CLOSED, EVENT_BREAKER_OPENED
 from toolguard.stores import _lua
 from toolguard.stores._base import Check, FailMode, Health, Recorded, Remembered
 from toolguard.stores._keys import Parts, part
@@ -32,7 +32,7 @@ from toolguard.stores._wire import AsyncWire, Script, Wire
 __all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
 
 DEFAULT_TIMEOUT: Final = 0.25  # seconds: from_url's connect and read timeouts
-_EVENTS: Final = {0: None, 1: "breaker_opened", 2: "breaker_closed"}
+_EVENTS: Final = {0: None, 1: EVENT_BREAKER_OPENED, 2: EVENT_BREAKER_CLOSED}  # RECORD's reply
 _MODES: Final = ("fail-open", "fail-closed")
 _FIELDS: Final = ("r", "f", "o", "c")
 

@@ -17,8 +17,8 @@ from toolguard.errors import RetryWithFeedback
 from toolguard.policy._precedence import Resolved
 from toolguard.policy._resilience import Breaker
 from toolguard.sessions._rules import (
-    BREAKER_OPENED,
     CLOSED,
+    EVENT_BREAKER_OPENED,
     OPEN,
     closed,
     exhausted,
@@ -215,7 +215,7 @@ class RemoteStep:
     def _recorded(self, tool: str, recorded: Recorded) -> None:
         self.session.ok()
         self.session.store.forget(tool)
-        if recorded.event == BREAKER_OPENED:
+        if recorded.event == EVENT_BREAKER_OPENED:
             emit("warning", recorded.event, tool=tool, failures=recorded.failures)
         elif recorded.event is not None:
             emit("info", recorded.event, tool=tool)
