@@ -240,7 +240,7 @@ def tool_table(candidates: Iterable[Callable[..., Any]]) -> dict[str, AnyTool]:
             raise _below("classmethod", candidate.__func__)
         if not isinstance(candidate, Tool | BoundTool):
             if not callable(candidate):
-                raise ToolDefinitionError(f"Dispatcher takes tools or functions, got {candidate!r}")
+                raise ToolDefinitionError(_not_a_tool(candidate))
             candidate = tool(candidate)
         spec = candidate.spec
         if spec.is_method and candidate._self_binding == "function":
@@ -295,3 +295,17 @@ def runner_for(
         Pools(max_workers, max_abandoned),
         {name: t.spec.description for name, t in table.items()},
     )
+
+
+def _not_a_tool(candidate: object) -> str:
+    """What to write instead of ``candidate`` among a Dispatcher's tools."""
+    given = type(candidate).__name__
+    name = getattr(candidate, "name", None)
+    if isinstance(name, str):  # a framework's own tool: LangChain's, the Agents SDK's...
+        return (
+            f"Dispatcher takes tools or functions, got a {given} ({name!r}), a framework's "
+            "own tool: guard it in place with that framework's integration "
+            f"(docs/integrations/), and name it with Dispatcher(external_tools=[{name!r}]) "
+            "for its policy"
+        )
+    return f"Dispatcher takes tools or functions, got {given}"

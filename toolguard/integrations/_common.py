@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import ToolDefinitionError
 
-__all__ = ["declared_schema", "guarded", "refuse_not_run"]
+__all__ = ["declared_schema", "dispatcher_given", "guarded", "refuse_not_run"]
 
 _NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 
@@ -25,6 +25,16 @@ def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead
             f"{', '.join(set_here)} for {name!r} cannot apply: {framework} runs this tool, "
             f"not toolguard; {instead}"
         )
+
+
+def dispatcher_given(value: object, *, entry: str, instead: str) -> Dispatcher:
+    """``value``, an entry point's dispatcher argument, if it is a :class:`Dispatcher`;
+    anything else (the tools, an agent, a tool) is refused where it was passed, with what
+    ``entry`` takes and what to write ``instead``, not left to fail on the first call."""
+    if isinstance(value, Dispatcher):
+        return value
+    given = type(value).__name__
+    raise TypeError(f"{entry} takes a toolguard Dispatcher there, not {given}; {instead}")
 
 
 def guarded(

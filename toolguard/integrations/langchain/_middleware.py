@@ -32,6 +32,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from toolguard import Dispatcher, ReturnDirect, ToolCall, ToolPolicy
+from toolguard.integrations._common import dispatcher_given
 from toolguard.integrations.inplace import aguard_call, guard_call
 from toolguard.integrations.langchain._adapter import Call, Outcome, Unregistered
 from toolguard.integrations.langchain._conversation import scope_of
@@ -92,7 +93,7 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         dispatcher: Dispatcher | None = None,
         *,
-        tools: Sequence[BaseTool | Callable[..., Any] | str] | None = None,
+        tools: Sequence[BaseTool | Callable[..., Any] | str | dict[str, Any]] | None = None,
         tool_exceptions: Literal["visible", "hidden"] = "visible",
     ) -> None:
         super().__init__()
@@ -104,7 +105,13 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         only = None if tools is None else frozenset(_names(tools))
         if dispatcher is None:
             dispatcher = Dispatcher([], external_tools=sorted(only or ()))
-        self.dispatcher = dispatcher
+        self.dispatcher = dispatcher_given(
+            dispatcher,
+            entry="ToolguardMiddleware(dispatcher, tools=...)",
+            instead="to guard an agent's tools in place, pass the tools by keyword "
+            "(ToolguardMiddleware(tools=tools)) and the middleware to the agent "
+            "(create_agent(model, tools=tools, middleware=[...]))",
+        )
         self.tool_exceptions = tool_exceptions
         self.tools = []  # LangChain's: the tools a middleware adds (none)
         self._only = only
@@ -224,7 +231,7 @@ def _may_stop(policy: ToolPolicy) -> bool:
     return isinstance(return_direct, ReturnDirect) and return_direct.mode != "never"
 
 
-def _names(tools: Sequence[BaseTool | Callable[..., Any] | str]) -> list[str]:
+def _names(tools: Sequence[BaseTool | Callable[..., Any] | str | dict[str, Any]]) -> list[str]:
     """The names of ``create_agent``'s tools as LangChain names them (a function by its
     ``__name__``); a provider's built-in tool (a dict) runs nowhere here."""
     if isinstance(tools, str):
@@ -237,4 +244,9 @@ def _names(tools: Sequence[BaseTool | Callable[..., Any] | str]) -> list[str]:
             names.append(tool.name)
         elif callable(tool):
             names.append(getattr(tool, "__name__", repr(tool)))
+        elif not isinstance(tool, dict):  # a dict: a provider's built-in tool
+            raise TypeError(
+                "ToolguardMiddleware(tools=...) takes the agent's tools (LangChain tools, "
+                f"functions or tool names), not {type(tool).__name__}"
+            )
     return names
