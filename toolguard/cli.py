@@ -69,7 +69,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, out: TextIO) -> int:
-    dispatcher = load_target(args.target)
+    dispatcher = load_target(args.target, foreign=True)
     if args.policy is not None:
         try:
             with importable_cwd():
@@ -259,9 +259,16 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="show each tool's effective settings and where they come from",
         description="Import a Dispatcher (or a list of tools) and print, per tool and per "
-        "setting, the effective value, the precedence level it came from, and its source.",
+        "setting, the effective value, the precedence level it came from, and its source. "
+        "For tools guarded in place, it also reads a framework's tools (as external tools "
+        "under the global defaults) and what holds a dispatcher (an integration's "
+        "middleware, capability or plugin).",
     )
-    explain.add_argument("target", metavar="MODULE:ATTR", help="a Dispatcher or a list of tools")
+    explain.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="a Dispatcher, a list of tools (toolguard's or a framework's), or a middleware",
+    )
     explain.add_argument(
         "--policy",
         metavar="FILE",

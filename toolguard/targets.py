@@ -32,11 +32,17 @@ class TargetError(ValueError):
     """A ``MODULE:ATTR`` that does not name a Dispatcher or tools."""
 
 
-def load_target(spec: str) -> Dispatcher:
+def load_target(spec: str, *, foreign: bool = False) -> Dispatcher:
     """The Dispatcher ``spec`` (``"package.module:attr.attr"``) names.
 
     The attribute may be a :class:`~toolguard.Dispatcher`, a list or tuple of tools
     (plain functions are decorated, as ``Dispatcher`` does), or one ``@tool``.
+
+    With ``foreign=True`` (for a command that only reads policies, such as
+    ``explain``), it may also be what an application guarding its framework's tools in
+    place has: an object holding its dispatcher as ``.dispatcher`` (an integration's
+    middleware, capability or plugin), or a framework's tools (anything with a string
+    ``name``), which become the dispatcher's ``external_tools``.
     """
     if not isinstance(spec, str):
         raise TargetError(f"{spec!r} is not MODULE:ATTR; {_EXAMPLE}")
@@ -46,7 +52,7 @@ def load_target(spec: str) -> Dispatcher:
             value = resolve(path)
     except ImportPathError as problem:
         raise TargetError(_problem(spec, problem)) from problem.error
-    return _dispatcher(spec, value)
+    return _dispatcher(spec, value, foreign=foreign)
 
 
 @contextlib.contextmanager
@@ -89,19 +95,30 @@ def _problem(spec: str, problem: ImportPathError) -> str:
     )
 
 
-def _dispatcher(spec: str, value: Any) -> Dispatcher:
+def _dispatcher(spec: str, value: Any, *, foreign: bool) -> Dispatcher:
     if isinstance(value, Dispatcher):
         return value
-    if isinstance(value, Tool | BoundTool):
+    if foreign and isinstance(getattr(value, "dispatcher", None), Dispatcher):
+        held: Dispatcher = value.dispatcher
+        return held
+    if isinstance(value, Tool | BoundTool) or (foreign and _framework_tool(value)):
         value = [value]
     if isinstance(value, list | tuple):
         if not value:
             raise TargetError(f"{spec!r} is an empty {type(value).__name__}: no tools to load")
+        external = [tool.name for tool in value if foreign and _framework_tool(tool)]
+        own = [tool for tool in value if not (foreign and _framework_tool(tool))]
         try:
-            return Dispatcher(value)
+            return Dispatcher(own, external_tools=external)
         except ToolDefinitionError as error:
             raise TargetError(f"{spec!r}: {error}") from error
     raise TargetError(
         f"{spec!r} is a {type(value).__name__}, not a Dispatcher, a list or tuple of "
         "tools, or a @tool function"
     )
+
+
+def _framework_tool(value: Any) -> bool:
+    """A framework's own tool (a LangChain ``BaseTool``, an Agents SDK ``FunctionTool``,
+    ...): not toolguard's, and named by a string ``name``, as every framework names them."""
+    return not isinstance(value, Tool | BoundTool) and isinstance(getattr(value, "name", None), str)
