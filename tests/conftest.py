@@ -6,6 +6,7 @@ import importlib.util
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -33,6 +34,91 @@ def _installed(module: str) -> bool:
 
 
 collect_ignore = [path for path, module in OWN_ENVIRONMENTS.items() if not _installed(module)]
+
+
+# --- the fast subset ---------------------------------------------------------------------
+#
+# `pytest -m "not slow"` leaves out the tests marked slow: those named below, by what makes
+# them slow, and any marked @pytest.mark.slow where they are written. CI runs every test.
+# An entry is a file (all its tests), a class, or a test without its parameters (all of
+# them), as a node id from the repository's root; an entry that names nothing is an error.
+SLOW: dict[str, tuple[str, ...]] = {
+    "starts interpreters or command-line programs": (
+        "tests/test_structure.py::test_every_module_imports_alone_in_a_fresh_interpreter",
+        "tests/test_benchmarks.py",
+        "tests/test_files.py::test_a_built_wheel_loads_every_preset_by_name",
+        "tests/test_readme.py::test_the_demo_shows_every_outcome",
+        "tests/test_readme.py::test_the_demos_try_lines_work_as_printed",
+        "tests/test_readme.py::test_demo_help_says_what_the_demo_does",
+        "tests/test_cli.py::test_the_console_script_exits_with_the_same_codes",
+        "tests/test_telemetry.py::test_telemetry_off_imports_no_opentelemetry",
+        "tests/test_telemetry.py::test_an_agent_asking_for_telemetry_without_the_extra_is_told_what_to_install",
+        "tests/test_stores.py::test_the_benchmark_row_script_runs_and_prints_each_ratio",
+        "tests/formats/test_pure_data.py",
+        "tests/integrations/test_mcp.py::test_module_entry_point_rejects_a_bad_target_with_status_2",
+        "tests/integrations/test_mcp.py::test_stdio_subprocess_serves_the_tools_and_logs_only_to_stderr",
+        "tests/integrations/test_mcp_stdio.py",
+        "tests/integrations/test_mcp_soak.py",
+        "tests/integrations/test_openai_agents_guard.py::test_an_mcp_servers_tools_are_guarded_like_any_function_tool",
+    ),
+    "runs a fleet of processes, or kills and restarts a server": (
+        "tests/test_stores_fleet.py",
+        "tests/test_stores_outage.py",
+        "tests/test_stores_stateful.py",
+    ),
+    "runs many Hypothesis examples": (
+        "tests/test_session_model.py::TestSessionAgainstTheModel",
+        "tests/test_files.py::test_random_documents_raise_nothing_but_policy_file_error",
+        "tests/test_files.py::test_the_line_finder_finds_every_key_of_any_document",
+        "tests/test_files.py::test_mutated_presets_raise_nothing_but_policy_file_error",
+        "tests/test_files.py::test_random_text_raises_nothing_but_policy_file_error",
+        "tests/integrations/test_langchain_leaks.py",
+        "tests/integrations/test_openai_agents_leaks.py",
+        "tests/integrations/test_pydantic_ai_in_place_properties.py",
+        "tests/test_telemetry_leaks.py",
+    ),
+    "runs the docs' code blocks and the examples": (
+        "tests/test_docs.py::test_every_python_block_of_the_page_runs",
+        "tests/test_examples.py::test_example_runs",
+    ),
+    "builds thousands of tools": (
+        "tests/test_scale.py::test_an_unknown_name_among_many_tools_is_answered_briefly",
+        "tests/test_scale.py::test_the_message_does_not_grow_with_the_number_of_tools",
+    ),
+}
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests :data:`SLOW` names; an entry that names no test is an error."""
+    entries = {entry for named in SLOW.values() for entry in named}
+    modules: dict[str, Any] = {}
+    for item in items:
+        path = item.path.relative_to(ROOT).as_posix()
+        modules.setdefault(path, getattr(item, "module", None))
+        names = item.nodeid.split("[")[0].split("::")[1:]
+        keys = {path, *("::".join([path, *names[:n]]) for n in range(1, len(names) + 1))}
+        if keys & entries:
+            item.add_marker(pytest.mark.slow)
+    stale = sorted(entry for entry in entries if not _names_a_test(entry, modules))
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py: SLOW names no test: {', '.join(stale)}")
+
+
+def _names_a_test(entry: str, modules: dict[str, Any]) -> bool:
+    """Whether ``entry`` names a file and, where this run collected the file, a test or
+    class in it (a renamed test must not silently rejoin the fast subset)."""
+    path, *names = entry.split("::")
+    if not (ROOT / path).is_file():
+        return False
+    found = modules.get(path)
+    if found is None:  # not collected in this run: only the file can be checked
+        return True
+    for name in names:
+        found = getattr(found, name, None)
+    return found is not None
 
 
 def _plain_tracebacks() -> None:
