@@ -1,0 +1,56 @@
+"""A tool body that stays stuck until its test releases it: deadline tests without a clock.
+
+A test that pins "answered at once, not after the stuck tool ended" has the tool call
+:meth:`Stuck.wait`, sets :attr:`Stuck.release` only after its assertions (in a
+``finally``), and asserts that :attr:`Stuck.finished` is not set when the answer came.
+A correct implementation answers while the body still waits; a broken one (that waits
+for the tool) gets its answer only once the body gave up after :data:`STUCK` seconds,
+and the assertion fails, deterministically, on however loaded a machine: no wall-clock
+bound to tune.
+
+:func:`once_main_waits` sends an interrupt while the main thread waits (a round waiting
+for its calls), not on a timer that may fire before it began to wait.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+
+__all__ = ["STUCK", "Stuck", "once_main_waits"]
+
+STUCK = 30.0
+"""Seconds a stuck body waits for its release: far beyond any answer a correct
+implementation gives, and what a broken one costs before its test fails."""
+
+
+class Stuck:
+    """One stuck tool body (or several calls of it): entered, released, finished."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    def wait(self) -> None:
+        """Block until released (or :data:`STUCK` seconds pass), then record the end."""
+        self.entered.set()
+        self.release.wait(STUCK)
+        self.finished.set()
+
+
+def once_main_waits(action: Callable[[], object], given_up: threading.Event) -> threading.Thread:
+    """A thread (to start) that calls ``action`` once the main thread blocks in a
+    ``wait`` (its innermost Python frame: ``Event.wait``, ``Condition.wait``, ...), or
+    gives up when ``given_up`` is set."""
+    main = threading.main_thread().ident
+
+    def watch() -> None:
+        while not given_up.wait(0.01):
+            frame = sys._current_frames().get(main) if main is not None else None
+            if frame is not None and frame.f_code.co_name == "wait":
+                action()
+                return
+
+    return threading.Thread(target=watch, name="once-main-waits", daemon=True)
