@@ -14,6 +14,7 @@ for its calls), not on a timer that may fire before it began to wait.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from collections.abc import Callable
@@ -38,6 +39,14 @@ class Stuck:
         self.entered.set()
         self.release.wait(STUCK)
         self.finished.set()
+
+    async def until_entered(self) -> None:
+        """On an event loop: return once a call is stuck, without blocking the loop."""
+        for _ in range(int(STUCK / 0.01)):
+            if self.entered.is_set():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no call entered the stuck body within {STUCK} s")
 
 
 def once_main_waits(action: Callable[[], object], given_up: threading.Event) -> threading.Thread:

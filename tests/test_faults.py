@@ -24,6 +24,7 @@ import attrs
 import pytest
 import structlog
 
+from tests._stuck import STUCK, Stuck, once_main_waits
 from toolguard import (
     ControlFlow,
     Dispatcher,
@@ -557,7 +558,8 @@ def test_a_tools_own_timeout_error_is_an_ordinary_hidden_failure(
 
 
 def test_a_tool_raising_keyboard_interrupt_stops_a_sync_round_at_once() -> None:
-    release = threading.Event()
+    """The interrupt propagates while the sibling is still stuck, not after it ends."""
+    stuck = Stuck()
 
     @tool
     def interrupts(n: int) -> str:
@@ -565,17 +567,16 @@ def test_a_tool_raising_keyboard_interrupt_stops_a_sync_round_at_once() -> None:
 
     @tool
     def waits(n: int) -> str:
-        release.wait(10)
+        stuck.wait()
         return "late"
 
     agent = Dispatcher([interrupts, waits])
-    started = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
             agent.run([call("interrupts", "a"), call("waits", "b")])
-        assert time.perf_counter() - started < 2
+        assert not stuck.finished.is_set()
     finally:
-        release.set()
+        stuck.release.set()
         agent.close()
 
 
@@ -595,20 +596,23 @@ def test_keyboard_interrupt_from_a_single_call_propagates_untouched(
 
 
 def test_keyboard_interrupt_from_an_async_tool_stops_the_round() -> None:
+    """The interrupt propagates while the sibling still sleeps, not after it wakes."""
+    finished: list[int] = []
+
     @tool
     async def interrupts(n: int) -> str:
         raise KeyboardInterrupt
 
     @tool
     async def sleeps(n: int) -> str:
-        await asyncio.sleep(10)
+        await asyncio.sleep(STUCK)
+        finished.append(n)
         return "late"
 
     agent = Dispatcher([interrupts, sleeps])
-    started = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         agent.run([call("sleeps", "a"), call("interrupts", "b")])
-    assert time.perf_counter() - started < 2
+    assert finished == []
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
@@ -621,28 +625,24 @@ def test_ctrl_c_while_run_waits_for_its_pool_stops_it_promptly() -> None:
     """
     if threading.current_thread() is not threading.main_thread():  # pragma: no cover
         pytest.skip("signals are delivered to the main thread only")
-    release = threading.Event()
+    stuck = Stuck()
 
     @tool
     def waits(n: int) -> str:
-        release.wait(10)
+        stuck.wait()
         return "late"
 
     baseline = frozenset(threading.enumerate())
     agent = Dispatcher([waits])
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    started = time.perf_counter()
+    sigint = once_main_waits(lambda: os.kill(os.getpid(), signal.SIGINT), given_up=stuck.release)
     try:
         with pytest.raises(KeyboardInterrupt):
-            timer.start()
-            try:
-                agent.run([call("waits", "a"), call("waits", "b"), call("waits", "c")])
-            finally:
-                timer.join()
-            time.sleep(5)  # pragma: no cover - the interrupt lands before this ends
-        assert time.perf_counter() - started < 3
+            sigint.start()
+            agent.run([call("waits", "a"), call("waits", "b"), call("waits", "c")])
+        assert not stuck.finished.is_set()  # stopped while its calls were stuck
     finally:
-        release.set()
+        stuck.release.set()
+        sigint.join()
         agent.close()
     assert not [t for t in threading.enumerate() if t not in baseline]
 
@@ -665,42 +665,34 @@ async def test_cancelling_arun_cancels_the_running_tools_and_leaves_no_task() ->
     task = asyncio.create_task(
         agent.arun([call("sleeps", "a", 1), call("fine", "b"), call("sleeps", "c", 3)])
     )
-    await asyncio.wait_for(started.wait(), 5)
-    began = time.perf_counter()
+    await asyncio.wait_for(started.wait(), STUCK)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.perf_counter() - began < 1
-    assert sorted(cancelled) == ["tool 1", "tool 3"]
+    assert sorted(cancelled) == ["tool 1", "tool 3"]  # cancelled, not awaited to their end
     assert asyncio.all_tasks() == {asyncio.current_task()}
     agent.close()
 
 
 async def test_cancelling_arun_does_not_wait_for_an_offloaded_sync_tool() -> None:
     """Threads cannot be cancelled: arun still propagates at once; close() waits for them."""
-    release = threading.Event()
-    entered = threading.Event()
+    stuck = Stuck()
 
     @tool
     def blocks(n: int) -> str:
-        entered.set()
-        release.wait(10)
+        stuck.wait()
         return "late"
 
     baseline = frozenset(threading.enumerate())
     agent = Dispatcher([blocks, fine])
     task = asyncio.create_task(agent.arun([call("blocks", "a"), call("fine", "b")]))
-    for _ in range(500):
-        if entered.is_set():
-            break
-        await asyncio.sleep(0.01)
-    began = time.perf_counter()
+    await stuck.until_entered()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.perf_counter() - began < 1
+    assert not stuck.finished.is_set()  # propagated while the thread was still stuck
     assert asyncio.all_tasks() == {asyncio.current_task()}
-    release.set()
+    stuck.release.set()
     agent.close()
     assert not [t for t in threading.enumerate() if t not in baseline]
 
