@@ -22,6 +22,7 @@ import pytest
 from pydantic_core import PydanticCustomError
 
 from tests._content import str_content
+from tests._stuck import STUCK, Stuck
 from toolguard import (
     Breaker,
     ControlFlow,
@@ -32,6 +33,7 @@ from toolguard import (
     ToolCall,
     ToolCallFailed,
     ToolError,
+    ToolPolicy,
     ToolResult,
     register_control_flow,
     tool,
@@ -393,6 +395,9 @@ async def test_secrets_inside_a_group_stay_hidden(logs: list[dict[str, Any]]) ->
 
 
 def test_a_group_holding_keyboard_interrupt_stops_a_sync_round_at_once() -> None:
+    """The group propagates while the sibling is still stuck, not after it ends."""
+    stuck = Stuck()
+
     @tool
     def interrupted() -> str:
         """Interrupted."""
@@ -401,15 +406,17 @@ def test_a_group_holding_keyboard_interrupt_stops_a_sync_round_at_once() -> None
     @tool
     def slow() -> str:
         """Slow."""
-        time.sleep(3)
+        stuck.wait()
         return "late"
 
     agent = Dispatcher([interrupted, slow])
-    started = time.monotonic()
-    with pytest.raises(BaseExceptionGroup):
-        agent.run([ToolCall(name="slow", id="s"), ToolCall(name="interrupted", id="i")])
-    assert time.monotonic() - started < 2
-    agent.close(wait=False)
+    try:
+        with pytest.raises(BaseExceptionGroup):
+            agent.run([ToolCall(name="slow", id="s"), ToolCall(name="interrupted", id="i")])
+        assert not stuck.finished.is_set()
+    finally:
+        stuck.release.set()
+        agent.close(wait=False)
 
 
 def _nested_group(depth: int, leaf: BaseException) -> BaseException:
@@ -465,40 +472,56 @@ async def test_control_flow_deep_inside_a_group_is_still_control_flow() -> None:
 # --- wedges: timeouts ---------------------------------------------------------------------------
 
 
-def test_abandoned_threads_of_one_slow_tool_do_not_starve_the_others() -> None:
-    release = threading.Event()
+def test_abandoned_threads_of_one_slow_tool_do_not_starve_the_others(
+    logs: list[dict[str, Any]],
+) -> None:
+    """Past its bound of abandoned attempts, the stuck tool is refused at once, without
+    running: given a 30 s limit, the refusal comes long before it, and no attempt is left
+    behind; other tools still run."""
+    wedge = Stuck()
+    runs: list[int] = []
 
     @tool(timeout=0.05)
     def stuck() -> str:
         """Stuck."""
-        release.wait(10)
+        runs.append(1)
+        wedge.wait()
         return "late"
 
-    @tool(timeout=1)
+    @tool(timeout=STUCK)
     def quick() -> str:
         """Quick, with a timeout too."""
         return "quick"
+
+    def abandoned() -> int:
+        return sum(event["event"] == "tool_abandoned" for event in logs)
 
     agent = Dispatcher([stuck, quick], max_workers=2)
     try:
         for _ in range(6):
             assert agent.dispatch(ToolCall(name="stuck")).error_kind in ("timeout", "unavailable")
         assert agent.dispatch(ToolCall(name="quick")).content == "quick"
+        assert abandoned() == agent.max_abandoned  # each waited out its limit, then left
         started = time.monotonic()
-        answer = agent.dispatch(ToolCall(name="stuck"))
-        assert answer.error_kind == "unavailable" and time.monotonic() - started < 0.04
+        answer = agent.dispatch(ToolCall(name="stuck"), policy=ToolPolicy(timeout=STUCK))
+        assert answer.error_kind == "unavailable"
+        assert time.monotonic() - started < STUCK / 2  # at once, not at its deadline
+        assert abandoned() == agent.max_abandoned  # nothing left running
+        assert len(runs) <= agent.max_abandoned  # never started
     finally:
-        release.set()
+        wedge.release.set()
         agent.close(wait=False)
 
 
 async def test_untimed_offloaded_calls_are_answered_after_timed_ones_overran() -> None:
-    release = threading.Event()
+    """The overrun attempts hold threads of their own, not the pool's two: a plain call
+    runs while all of them are still stuck."""
+    wedge = Stuck()
 
     @tool(timeout=0.05)
     def stuck() -> str:
         """Stuck."""
-        release.wait(10)
+        wedge.wait()
         return "late"
 
     @tool
@@ -510,29 +533,40 @@ async def test_untimed_offloaded_calls_are_answered_after_timed_ones_overran() -
     try:
         for _ in range(4):
             await agent.adispatch(ToolCall(name="stuck"), offload=True)
-        result = await asyncio.wait_for(agent.adispatch(ToolCall(name="plain"), offload=True), 2)
+        result = await agent.adispatch(ToolCall(name="plain"), offload=True)
         assert result.content == "plain"
+        assert not wedge.finished.is_set()
     finally:
-        release.set()
+        wedge.release.set()
         agent.close(wait=False)
 
 
 async def test_an_async_tool_that_swallows_cancellation_is_answered_at_its_deadline(
     logs: list[dict[str, Any]],
 ) -> None:
+    """Answered "timeout" while the tool still runs (it ends only when released, after the
+    assertions, or after 30 s), not once it ends."""
+    release = threading.Event()
+    ended: list[bool] = []
+
     @tool(timeout=0.2)
     async def stubborn() -> str:
         """Stubborn."""
-        for _ in range(30):
+        for _ in range(int(STUCK / 0.01)):
+            if release.is_set():
+                break
             with contextlib.suppress(BaseException):  # the careless retry loop under test
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.01)
+        ended.append(True)
         return "late"
 
-    started = time.monotonic()
-    result = await Dispatcher([stubborn]).adispatch(ToolCall(name="stubborn"))
-    assert result.error_kind == "timeout"
-    assert time.monotonic() - started < 1.0
-    assert any(event["event"] == "tool_abandoned" for event in logs)
+    try:
+        result = await Dispatcher([stubborn]).adispatch(ToolCall(name="stubborn"))
+        assert result.error_kind == "timeout"
+        assert ended == []
+        assert any(event["event"] == "tool_abandoned" for event in logs)
+    finally:
+        release.set()
 
 
 # --- wedges: breakers and budgets -------------------------------------------------------------
