@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-import time
 from collections.abc import Callable
 from typing import Annotated, Any, cast
 
@@ -13,6 +12,7 @@ import pytest
 
 import toolguard
 from tests._content import str_content
+from tests._stuck import STUCK
 from toolguard import (
     ControlFlow,
     Dispatcher,
@@ -356,17 +356,18 @@ def test_a_round_keeps_call_order_and_one_failure_never_loses_a_sibling() -> Non
 
 
 def test_sync_round_runs_tools_in_parallel_on_the_pool() -> None:
+    """The eight calls run at once: each waits at a barrier only eight calls running
+    together pass (one at a time, the first waits 30 s, the barrier breaks, all fail)."""
+    barrier = threading.Barrier(8, timeout=STUCK)
+
     @tool
-    def nap() -> str:
-        time.sleep(0.2)
+    def meet() -> str:
+        barrier.wait()
         return "ok"
 
-    with Dispatcher([nap], max_workers=8) as dispatcher:
-        started = time.perf_counter()
-        round_ = dispatcher.run([ToolCall(name="nap") for _ in range(8)])
-        elapsed = time.perf_counter() - started
+    with Dispatcher([meet], max_workers=8) as dispatcher:
+        round_ = dispatcher.run([ToolCall(name="meet") for _ in range(8)])
     assert [r.content for r in round_.results] == ["ok"] * 8
-    assert elapsed < 8 * 0.2  # overlapped, not serial (a loose bound: machines are noisy)
 
 
 def test_async_round_runs_tools_concurrently_and_sync_tools_off_the_loop() -> None:
