@@ -365,9 +365,7 @@ async def test_thousands_of_tasks_on_many_agents_each_get_their_own_outcome() ->
 
     coroutines = [one(i, n) for i in range(AGENTS) for n in range(tasks_per_agent)]
     assert len(coroutines) >= 2000
-    started = time.perf_counter()
-    await asyncio.wait_for(asyncio.gather(*coroutines), timeout=JOIN_TIMEOUT)
-    assert time.perf_counter() - started < JOIN_TIMEOUT
+    await asyncio.wait_for(asyncio.gather(*coroutines), timeout=JOIN_TIMEOUT)  # no deadlock
     assert asyncio.all_tasks() == {asyncio.current_task()}
     for agent in agents:
         agent.close()
