@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 import pytest
 
-from toolguard import Dispatcher, Injected, InjectedCallId, ToolCall, ToolResult, tool
+from toolguard import Dispatcher, Injected, InjectedCallId, ToolCall, ToolResult, formats, tool
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "bad_model_input.json").read_text())
 CASES: list[dict[str, Any]] = CORPUS["cases"]
@@ -247,8 +247,7 @@ def test_a_missing_injected_value_is_the_applications_bug_not_the_models(
 
 
 def test_corpus_results_serialise_for_every_provider() -> None:
-    """Error results of bad input are valid provider messages (formats, if present)."""
-    formats = pytest.importorskip("toolguard.formats")
+    """Error results of bad input are valid provider messages."""
     calls = [call_of(case, index) for index, case in enumerate(CASES)]
     with dispatcher() as agent:
         round_ = agent.run(calls, context="the user")

@@ -11,7 +11,7 @@ import pytest
 import structlog
 
 import toolguard
-from toolguard import Dispatcher, Round, Text, ToolCall, ToolCallFailed, ToolResult, tool
+from toolguard import Dispatcher, Round, Text, ToolCall, ToolCallFailed, ToolResult, formats, tool
 from toolguard.handlers import fail
 from toolguard.testing import (
     ScriptedModel,
@@ -174,7 +174,6 @@ def test_assert_not_leaked_on_a_real_hidden_failure() -> None:
         ToolCall(name="lookup", arguments={"order": 13}, id="c1")
     )
     assert_not_leaked(result, SECRET)
-    formats = pytest.importorskip("toolguard.formats")
     assert_not_leaked(formats.openai.messages([result]), SECRET)
     assert_not_leaked(formats.anthropic.message([result]), SECRET)
 
@@ -220,7 +219,6 @@ def test_anthropic_response_is_messages_shaped() -> None:
 
 
 def test_responses_round_trip_through_the_provider_parsers() -> None:
-    formats = pytest.importorskip("toolguard.formats")
     calls = [("lookup", {"order": 42}), ("lookup", {"order": 13})]
     for parsed in (
         formats.openai.parse_calls(openai_response(calls)),
@@ -242,7 +240,6 @@ def test_a_scripted_agent_loop_runs_offline(provider: Any) -> None:
         ],
         provider=provider,
     )
-    formats = pytest.importorskip("toolguard.formats")
     agent = Dispatcher([lookup])
     history: list[Any] = [{"role": "user", "content": "Where are my orders?"}]
     client_create = model.chat.completions.create if provider == "openai" else model.messages.create
