@@ -87,7 +87,8 @@ def test_policy_show_prints_a_preset_that_loads_as_a_file(
 def test_serve_mcp_says_on_stderr_what_it_serves_and_that_it_waits(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mcp = pytest.importorskip("toolguard.integrations.mcp")
+    import toolguard.integrations.mcp as mcp  # the test extra installs the MCP SDK
+
     served: list[Any] = []
 
     def serve(argv: list[str]) -> int:
