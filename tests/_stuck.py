@@ -8,13 +8,14 @@ for the tool) gets its answer only once the body gave up after :data:`STUCK` sec
 and the assertion fails, deterministically, on however loaded a machine: no wall-clock
 bound to tune.
 
-:func:`once_main_waits` sends an interrupt while the main thread waits (a round waiting
-for its calls), not on a timer that may fire before it began to wait.
+:func:`once_main_waits` sends an interrupt while the main thread waits for a round's
+calls, not on a timer that may fire before it began to wait.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import threading
 from collections.abc import Callable
@@ -49,16 +50,28 @@ class Stuck:
         raise AssertionError(f"no call entered the stuck body within {STUCK} s")
 
 
-def once_main_waits(action: Callable[[], object], given_up: threading.Event) -> threading.Thread:
-    """A thread (to start) that calls ``action`` once the main thread blocks in a
-    ``wait`` (its innermost Python frame: ``Event.wait``, ``Condition.wait``, ...), or
-    gives up when ``given_up`` is set."""
+def once_main_waits(
+    action: Callable[[], object],
+    given_up: threading.Event,
+    *,
+    inside: Callable[..., object] = concurrent.futures.wait,
+) -> threading.Thread:
+    """A thread (to start) that calls ``action`` once the main thread blocks inside
+    ``inside`` (by default ``concurrent.futures.wait``, where a sync round waits for its
+    calls), or gives up when ``given_up`` is set.
+
+    Not any ``wait``: starting a thread (the pool's, or this one) also waits, briefly,
+    and an interrupt landing there would prove nothing about the round's wait.
+    """
     main = threading.main_thread().ident
+    code = getattr(inside, "__code__", None)
 
     def watch() -> None:
         while not given_up.wait(0.01):
             frame = sys._current_frames().get(main) if main is not None else None
-            if frame is not None and frame.f_code.co_name == "wait":
+            while frame is not None and frame.f_code is not code:
+                frame = frame.f_back
+            if frame is not None:
                 action()
                 return
 
