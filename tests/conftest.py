@@ -65,6 +65,13 @@ SLOW: dict[str, tuple[str, ...]] = {
         "tests/test_stores_fleet.py",
         "tests/test_stores_outage.py",
         "tests/test_stores_stateful.py",
+        "tests/test_stores_faults.py",
+        "tests/test_stores_differential.py::test_seeded_sequences_answer_alike_on_both_stores",
+    ),
+    "waits out a store's wait bound or a key's expiry": (
+        "tests/test_stores_edges.py::test_a_session_in_use_keeps_its_state_and_an_idle_one_is_forgotten",
+        "tests/test_stores_edges.py::test_a_store_error_of_any_type_is_an_outage_not_the_tools_failure",
+        "tests/test_stores_edges.py::test_the_wait_bound_covers_a_whole_call",
     ),
     "runs many Hypothesis examples": (
         "tests/test_session_model.py::TestSessionAgainstTheModel",
