@@ -11,8 +11,6 @@ The markers (an HTML comment on the line right before the block's fence):
 
 * ``<!-- not-run: REASON -->``: the block cannot run standalone (it needs a real
   model, a network, a server...); REASON says why. Counted and reported.
-* ``<!-- runs-after: 18a -->``: the block shows semantics another branch brings;
-  it is skipped until that branch is merged (then the marker is removed).
 * ``<!-- docs: shared-namespace -->`` anywhere on a page: its blocks run in one
   namespace, in order (a later block uses what an earlier one defined).
 """
@@ -30,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 FENCE: Final = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-MARKER: Final = re.compile(r"<!--\s*(not-run|runs-after):\s*(.*?)\s*-->\s*$")
+MARKER: Final = re.compile(r"<!--\s*(not-run):\s*(.*?)\s*-->\s*$")
 SHARED: Final = "<!-- docs: shared-namespace -->"
 
 
