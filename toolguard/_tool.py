@@ -85,6 +85,39 @@ class _ToolAPI:
         spec: ToolSpec = self._self_spec  # type: ignore[attr-defined]  # set by Tool
         return spec
 
+    def injected_by(
+        self, framework: str, *, call_id: bool = False, context: bool = False
+    ) -> dict[str, str]:
+        """The parameters ``framework`` fills when it runs this tool, by name, each with
+        the kind of its injection type (``ToolContext``, ``Agent``), for an integration
+        that hands ``framework``'s values over (``framework_values=``).
+
+        Every other injected parameter is refused here, in one wording, with
+        :class:`~toolguard.errors.ToolDefinitionError` naming it: another framework's
+        injection type (only that framework supplies it), and the call id
+        (``InjectedCallId``) or application context (``Injected``) unless ``call_id``
+        / ``context`` say ``framework`` hands them over.
+        """
+        arguments = self.spec.arguments
+        for parameter in arguments.framework:
+            if parameter.framework != framework:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r} takes {parameter.framework}'s {parameter.kind} "
+                    f"(parameter {parameter.name!r}), which {framework} cannot supply: run "
+                    f"the tool through toolguard.integrations for {parameter.framework}, or "
+                    "drop the parameter"
+                )
+        for kind, params, supplied in (
+            ("the call id", arguments.call_id_params, call_id),
+            ("application context", arguments.context_params, context),
+        ):
+            if params and not supplied:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r} takes {kind} (parameter {params[0]!r}), which "
+                    f"{framework} does not hand a tool: drop the parameter"
+                )
+        return {p.name: p.kind for p in arguments.framework}
+
     def _runner(self) -> Runner:
         """A one-tool runner: the tool's policy over the global defaults."""
         guard = Guard((), {self.name: self.policy})
