@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import ToolDefinitionError
@@ -18,8 +18,8 @@ _NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to t
 def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead: str) -> None:
     """Settings that apply only to a tool toolguard runs, set for ``name`` (a tool
     ``framework`` runs itself), are refused, never ignored."""
-    chain = dispatcher.explain(name, foreign=True)
-    set_here = [key for key in _NOT_RUN if getattr(chain.get(key), "level", "builtin") != "builtin"]
+    policy = dispatcher.scope().policy(name)
+    set_here = [key for key in _NOT_RUN if getattr(policy, key) is not None]
     if set_here:
         raise ToolDefinitionError(
             f"{', '.join(set_here)} for {name!r} cannot apply: {framework} runs this tool, "
@@ -66,11 +66,15 @@ def guarded(
 def declared_schema(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
     """A pydantic model that declares toolguard's JSON Schema as it is, for a framework
     that reads a tool's schema from ``model_json_schema()`` (CrewAI's ``args_schema``,
-    LlamaIndex's ``fn_schema``). It has no fields, so the framework validates nothing
-    itself: toolguard does."""
+    LlamaIndex's ``fn_schema``). It declares no field and keeps every one it is given
+    (``extra="allow"``), so a framework that validates with it (CrewAI's text tool
+    calling: ``args_schema.model_validate(arguments).model_dump()``) hands the model's
+    arguments on as they came: toolguard validates them."""
     schema = dict(parameters)
 
     class ToolguardArguments(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
             return dict(schema)
