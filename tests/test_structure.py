@@ -474,10 +474,8 @@ def _private_uses(module: str, source: str, imports: set[str], core_private: set
 NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
     {
         "toolguard.integrations._crewai_tools",
-        "toolguard.integrations._llama_index_tools",
         "toolguard.integrations.crewai",
         "toolguard.integrations.google_adk",
-        "toolguard.integrations.llama_index",
         "toolguard.integrations.strands",
     }
 )

@@ -175,33 +175,9 @@ def app_tools() -> list[BaseTool]:
     ]
 
 
-async def test_guarded_tool_hides_the_secret_logs_it_once_and_the_model_sees_the_error_id(
-    logs: Logs,
-) -> None:
-    script = Script([[("lookup_order", {"order_id": -1}, "c1")], "sorry"])
-    dispatcher = Dispatcher([], external_tools=["lookup_order"])
-    output, _ = await run(guard(app_tools(), dispatcher), script)
-    event = hidden_event(script, output, logs)
-    assert event["event"] == "tool_error_hidden"
-    assert event["tool"] == "lookup_order"
-    assert script.tool_messages()["c1"] == builtin_message("lookup_order", event["error_id"])
-    assert output.response.content == "sorry"
-
-
-async def test_without_the_guard_llama_index_sends_the_secret(logs: Logs) -> None:
-    """The baseline the guard fixes: LlamaIndex answers with ``str(e)``."""
-    script = Script([[("lookup_order", {"order_id": -1}, "c1")], "sorry"])
-    await run(app_tools(), script)
-    assert SECRET in script.tool_messages()["c1"]
-
-
-async def test_guarded_tool_error_message_reaches_the_model_intact(logs: Logs) -> None:
-    script = Script([[("lookup_order", {"order_id": 42}, "c1")], "asked"])
-    await run(guard(app_tools(), Dispatcher([])), script)
-    assert script.tool_messages()["c1"] == (
-        "There is no order 42. Ask the user to check the number."
-    )
-    assert logs == []
+# Success, parallel calls, a tool's state, hidden and visible failures, bad arguments,
+# the Context and a tool's own error output, guarded against unguarded: the
+# conformance driver, tests/integrations/conformance/test_llama_index.py.
 
 
 async def test_guarded_tools_keep_their_context_schema_and_success_output() -> None:
@@ -576,3 +552,38 @@ async def test_the_bad_input_corpus_through_a_function_agent_is_answered_bounded
         for fragment in case["expect"]:
             assert fragment in answer, (case["id"], fragment, answer[:300])
     assert runs == []
+
+
+# --- the LlamaIndex-private names toolguard reads ---------------------------------------
+
+
+def test_the_workflows_pause_is_where_toolguard_registers_it_as_control_flow() -> None:
+    """A release that moves ``WaitingForEvent`` fails here, not silently: a paused
+    workflow would otherwise be answered as a tool failure."""
+    from workflows.runtime.types.results import WaitingForEvent
+
+    from toolguard.errors import is_control_flow
+
+    assert is_control_flow(WaitingForEvent.__new__(WaitingForEvent))
+
+
+async def test_a_tool_call_sees_the_run_id_tag_and_the_agents_iteration() -> None:
+    """The model step toolguard reads (the run's id in LlamaIndex's instrumentation
+    tags, the agent's ``num_iterations`` in the context's store) is there inside a
+    tool call: a release that moves either fails here, not silently."""
+    from toolguard.integrations.llama_index._conversation import RUN_ID_TAG, run_tags
+
+    seen: list[Any] = []
+
+    async def probe(ctx: Context, query: str) -> str:
+        """Probe."""
+        seen.append((run_tags.get().get(RUN_ID_TAG), await ctx.store.get("num_iterations")))
+        return "ok"
+
+    probe.__annotations__["ctx"] = Context
+    await run(
+        [FunctionTool.from_defaults(async_fn=probe)],
+        Script([[("probe", {"query": "q"}, "c1")], "ok"]),
+    )
+    ((run_id, iteration),) = seen
+    assert isinstance(run_id, str) and run_id and isinstance(iteration, int)

@@ -54,16 +54,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[llama-index]"'
     ) from error
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._tool import BoundTool, Tool
+from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool
 from toolguard.errors import register_control_flow
-from toolguard.integrations._common import guarded
-from toolguard.integrations._llama_index_tools import (
-    SESSION_KEY,
-    GuardedTool,
-    ToolguardFunctionTool,
-)
-from toolguard.policy._precedence import Setting
+from toolguard.integrations._common import declared_schema, guarded, refuse_not_run
+from toolguard.integrations.llama_index._conversation import SESSION_KEY
+from toolguard.integrations.llama_index._guarded import GuardedTool
+from toolguard.integrations.llama_index._tools import ToolguardFunctionTool
 
 __all__ = [
     "SESSION_KEY",
@@ -74,9 +70,13 @@ __all__ = [
     "guard",
 ]
 
+# A private module path of llama-index-workflows (the workflow's pause,
+# ``ctx.wait_for_event``): no public name exports it. Workflows before 2.9 pause
+# differently; tests/integrations/test_llama_index.py fails loudly if a release
+# moves it (a paused workflow would then be answered as a tool failure).
 try:
     from workflows.runtime.types.results import WaitingForEvent
-except ImportError:  # pragma: no cover - workflows before 2.9 pause differently
+except ImportError:  # pragma: no cover - workflows before 2.9
     pass
 else:
     register_control_flow(WaitingForEvent)
@@ -89,32 +89,38 @@ def guard(tools: Iterable[BaseTool], dispatcher: Dispatcher | None = None) -> li
     ``agent = FunctionAgent(tools=guard(tools, dispatcher), llm=llm)``: the one line
     to add to an existing app. Each tool keeps its name, description, schema and
     behaviour (a ``FunctionTool`` that takes ``Context`` still gets it, its
-    ``callback`` still runs); what changes is the answer to a failure: the
-    dispatcher's handler chain for the tool's name (overrides by name or glob,
-    agent defaults and policy files; name the tools in ``external_tools=`` so
-    overrides may name them exactly), hidden causes logged once with the error id
-    the model sees. Successful outputs reach the agent as the tool made them.
-    Tools already guarded, and toolguard's own (:func:`as_llama_index_tool`), are
-    returned as they are. Without a dispatcher, an empty one under the global
-    defaults.
+    ``callback`` still runs, its own error outputs reach the model as it wrote them);
+    what changes is the answer to a failure: the dispatcher's handler chain for the
+    tool's name (overrides by name or glob, agent defaults and policy files; name the
+    tools in ``external_tools=`` so overrides may name them exactly), hidden causes
+    logged once with the error id the model sees; and a ``FunctionTool``'s arguments
+    are checked against its own ``fn_schema`` (LlamaIndex checks nothing), so a bad
+    call gets toolguard's message and the tool does not run. Successful outputs reach
+    the agent as the tool made them. ``retries`` and ``timeout`` for a tool LlamaIndex
+    runs are refused (``ToolDefinitionError``), never ignored. Tools already guarded,
+    and toolguard's own (:func:`as_llama_index_tool`), are returned as they are.
+    Without a dispatcher, an empty one under the global defaults.
     """
     dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
-    return [
-        tool
-        if isinstance(tool, GuardedTool | ToolguardFunctionTool)
-        else GuardedTool(tool, dispatcher)
-        for tool in tools
-    ]
-
-
-def _may_stop(dispatcher: Dispatcher, name: str) -> bool:
-    setting = dispatcher.explain(name)["return_direct"]
-    mode = getattr(setting.value, "mode", "never") if isinstance(setting, Setting) else "never"
-    return mode != "never"
+    found: list[BaseTool] = []
+    for tool in tools:
+        if not isinstance(tool, GuardedTool | ToolguardFunctionTool):
+            refuse_not_run(
+                dispatcher,
+                tool.metadata.get_name(),
+                framework="LlamaIndex",
+                instead="write it with @tool and as_llama_index_tool instead",
+            )
+            tool = GuardedTool(tool, dispatcher)
+        found.append(tool)
+    return found
 
 
 def _function_tool(dispatcher: Dispatcher, name: str) -> ToolguardFunctionTool:
-    return ToolguardFunctionTool(dispatcher, name, _may_stop(dispatcher, name))
+    stop = dispatcher.scope().policy(name).return_direct
+    may_stop = isinstance(stop, ReturnDirect) and stop.mode != "never"
+    schema = declared_schema(name, dispatcher.tools[name].parameters)
+    return ToolguardFunctionTool(dispatcher, name, may_stop, schema)
 
 
 def as_llama_index_tool(
