@@ -58,22 +58,21 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'toolguard.integrations.crewai needs CrewAI: pip install "toolguard-agents[crewai]"'
     ) from error
 
-from toolguard._dispatcher import Dispatcher
-from toolguard._tool import BoundTool, Tool
+from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool
 from toolguard.errors import ToolDefinitionError, register_control_flow
-from toolguard.integrations._common import guarded
-from toolguard.integrations._crewai_tools import GuardedTool, ToolguardCrewTool
-from toolguard.policy._precedence import Setting
+from toolguard.integrations._common import declared_schema, guarded, refuse_not_run
+from toolguard.integrations.crewai._guarded import GuardedTool
+from toolguard.integrations.crewai._tools import ToolguardCrewTool
 
 __all__ = ["GuardedTool", "ToolguardCrewTool", "as_crewai_tool", "as_crewai_tools", "guard"]
 
 register_control_flow(ToolExecutionFailedError, HookAborted)
 
 
-def _stops(dispatcher: Dispatcher, name: str, *, foreign: bool) -> bool:
+def _stops(dispatcher: Dispatcher, name: str) -> bool:
     """Whether ``name``'s return_direct is declared as ``result_as_answer``."""
-    setting = dispatcher.explain(name, foreign=foreign)["return_direct"]
-    mode = getattr(setting.value, "mode", "never") if isinstance(setting, Setting) else "never"
+    setting = dispatcher.scope().policy(name).return_direct
+    mode = setting.mode if isinstance(setting, ReturnDirect) else "never"
     if mode == "predicate":
         raise ToolDefinitionError(
             f"return_direct for {name!r} is a predicate, which CrewAI cannot apply: its "
@@ -81,6 +80,17 @@ def _stops(dispatcher: Dispatcher, name: str, *, foreign: bool) -> bool:
             "success)"
         )
     return mode != "never"
+
+
+def _guarded(tool: BaseTool, dispatcher: Dispatcher) -> GuardedTool:
+    refuse_not_run(
+        dispatcher,
+        tool.name,
+        framework="CrewAI",
+        instead="give it CrewAI's own settings, or write it with @tool and as_crewai_tool",
+    )
+    accepting = declared_schema(tool.name, tool.args_schema.model_json_schema())
+    return GuardedTool.of(tool, dispatcher, _stops(dispatcher, tool.name), accepting)
 
 
 def guard(tools: Iterable[BaseTool], dispatcher: Dispatcher | None = None) -> list[BaseTool]:
@@ -92,22 +102,23 @@ def guard(tools: Iterable[BaseTool], dispatcher: Dispatcher | None = None) -> li
     to a failure: the dispatcher's handler chain for the tool's name (overrides by
     name or glob, agent defaults and policy files; name the tools in
     ``external_tools=`` so overrides may name them exactly), hidden causes logged once
-    with the error id the model sees. ``retries`` and ``timeout`` for a tool CrewAI
-    runs are refused (``ToolDefinitionError``), never ignored. Tools already guarded,
-    and toolguard's own, are returned as they are. Without a dispatcher, an empty
-    one under the global defaults.
+    with the error id the model sees; and arguments that fail the tool's schema get
+    toolguard's message naming the argument, under native and text tool calling alike.
+    ``retries`` and ``timeout`` for a tool CrewAI runs are refused
+    (``ToolDefinitionError``), never ignored. Tools already guarded, and toolguard's
+    own, are returned as they are. Without a dispatcher, an empty one under the
+    global defaults.
     """
     dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
     return [
-        tool
-        if isinstance(tool, GuardedTool | ToolguardCrewTool)
-        else GuardedTool.of(tool, dispatcher, _stops(dispatcher, tool.name, foreign=True))
+        tool if isinstance(tool, GuardedTool | ToolguardCrewTool) else _guarded(tool, dispatcher)
         for tool in tools
     ]
 
 
 def _crew_tool(dispatcher: Dispatcher, name: str, options: dict[str, Any]) -> ToolguardCrewTool:
-    return ToolguardCrewTool.of(dispatcher, name, _stops(dispatcher, name, foreign=False), options)
+    schema = declared_schema(name, dispatcher.tools[name].parameters)
+    return ToolguardCrewTool.of(dispatcher, name, _stops(dispatcher, name), options, schema)
 
 
 def as_crewai_tool(
