@@ -10,7 +10,6 @@ The runner, tool execution, plugin callbacks, action merging and
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -159,40 +158,15 @@ def search(query: str) -> dict[str, Any]:
     return {"hits": [query.upper()]}
 
 
-async def test_a_plain_tools_secret_never_reaches_the_model_and_is_logged_once(
-    logs: Logs, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The model gets the error id; toolguard logs the cause once, ADK not at all."""
-    caplog.set_level(logging.DEBUG)
-    model, _ = await run(
-        [lookup_order],
-        [[call("lookup_order", order=7)], say("sorry")],
-        plugin=ToolguardPlugin(Dispatcher([])),
-    )
-    [response] = model.responses()
-    assert SECRET not in model.sent() and "ConnectionError" not in model.sent()
-    [event] = hidden_events(logs)
-    assert event["error_id"] in response["error"]
-    assert event["tool"] == "lookup_order" and str(event["exc_info"]) == SECRET
-    assert not [r for r in caplog.records if SECRET in r.getMessage() or r.exc_info]
+# Success, parallel calls, a tool's state, hidden and visible failures, an invented
+# tool name, the ToolContext and the agent's callbacks, guarded against unguarded: the
+# conformance driver, tests/integrations/conformance/test_google_adk.py.
 
 
 async def test_without_the_plugin_adk_fails_the_run_on_a_tool_exception() -> None:
     """The behaviour the plugin replaces (pins ADK's default)."""
     with pytest.raises(ConnectionError):
         await run([lookup_order], [[call("lookup_order", order=7)], say("sorry")])
-
-
-async def test_a_visible_tool_error_reaches_the_model_intact(logs: Logs) -> None:
-    model, _ = await run(
-        [lookup_order],
-        [[call("lookup_order", order=42)], say("ok")],
-        plugin=ToolguardPlugin(),
-    )
-    assert model.responses() == [
-        {"error": "There is no order 42. Ask the user to check the number."}
-    ]
-    assert hidden_events(logs) == []
 
 
 async def test_overrides_by_exact_name_and_glob_and_policy_files_apply_to_plain_tools(
@@ -243,18 +217,6 @@ async def test_every_call_of_a_parallel_round_is_answered_in_order(logs: Logs) -
     assert "error id" in first["error"] and second == {"hits": ["A"]}
     assert third["error"].startswith("There is no order 42")
     assert len(hidden_events(logs)) == 1
-
-
-async def test_an_invented_tool_name_is_answered_bounded_listing_the_agents_tools() -> None:
-    long_name = "x" * 10_000
-    model, _ = await run(
-        [search],
-        [[call(long_name), call("serch", query="a")], say("ok")],
-        plugin=ToolguardPlugin(),
-    )
-    invented, misspelt = model.responses()
-    assert len(invented["error"]) < 300 and "Available tools: search" in invented["error"]
-    assert "did you mean 'search'?" in misspelt["error"]
 
 
 async def test_a_plain_tool_missing_an_argument_gets_adks_answer_and_never_runs() -> None:
