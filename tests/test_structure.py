@@ -249,6 +249,9 @@ OWN_ENVIRONMENT: dict[str, str] = {
     "toolguard.integrations.google_adk._plugin": "google.adk",
     "toolguard.integrations.google_adk._tool": "google.adk",
     "toolguard.integrations.strands": "strands",
+    "toolguard.integrations.strands._calls": "strands",
+    "toolguard.integrations.strands._hooks": "strands",
+    "toolguard.integrations.strands._tool": "strands",
 }
 
 
@@ -474,15 +477,6 @@ def _private_uses(module: str, source: str, imports: set[str], core_private: set
     return found
 
 
-# Integrations not yet on the in-place pipeline, and what they still reach (issue 27):
-# the list only shrinks; an entry that is no longer needed fails the test below.
-NOT_YET_ON_PUBLIC_NAMES: frozenset[str] = frozenset(
-    {
-        "toolguard.integrations.strands",
-    }
-)
-
-
 def test_the_public_names_check_catches_a_private_reach() -> None:
     """The positive control: a private module and a private attribute are both found,
     public names and the integration's own private modules are not."""
@@ -517,5 +511,4 @@ def test_integrations_reach_nothing_private_of_the_core() -> None:
             )
         )
     }
-    assert {m: u for m, u in reached.items() if m not in NOT_YET_ON_PUBLIC_NAMES} == {}
-    assert sorted(NOT_YET_ON_PUBLIC_NAMES - set(reached)) == []  # ported: take it off
+    assert reached == {}
