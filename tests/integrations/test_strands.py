@@ -15,6 +15,7 @@ import logging
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -563,6 +564,20 @@ async def test_converted_return_direct_without_the_hooks_warns_once() -> None:
             as_strands_tools(guard), [[use("final_answer", "c1", text="42")], say("x")]
         )
     assert len(model.requests) == 2
+
+
+async def test_a_stop_decision_never_outlives_its_invocation() -> None:
+    """A return_direct decision no hook collected (an agent without ToolguardHooks) is
+    forgotten with its invocation: another agent's call with the same tool use id is
+    not stopped by it (decisions were kept process-wide, by call id)."""
+    guard = Dispatcher([final_answer])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # warned once per process: maybe already
+        await run(as_strands_tools(guard), [[use("final_answer", "c1", text="42")], say("x")])
+    model, _, _ = await run(
+        [search], [[use("search", "c1", query="hats")], say("went on")], hooks=[ToolguardHooks()]
+    )
+    assert len(model.requests) == 2  # the model was called again: the turn did not end
 
 
 async def test_an_interrupt_in_a_converted_tool_halts_the_agent_and_resumes() -> None:

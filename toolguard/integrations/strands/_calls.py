@@ -114,18 +114,22 @@ def tool_result(call_id: str, result: GuardResult) -> ToolResult:
 
 # --- return_direct: a call's decision, until its batch ends -------------------------------
 
-_decisions: dict[str, tuple[bool, GuardResult | None]] = {}
+_DECISIONS: Final = "toolguard.decisions"  # invocation_state key: this invocation's stops
 
 
-def remember(call_id: str, answer: GuardResult | None) -> None:
-    """A call that asks to stop, until its batch ends (the oldest forgotten first)."""
-    _decisions[call_id] = (True, answer)
-    while len(_decisions) > _DECISIONS_KEPT:
-        del _decisions[next(iter(_decisions))]
+def remember(invocation_state: dict[str, Any], call_id: str) -> None:
+    """A call of this invocation that asks to stop, until its batch ends (kept in the
+    invocation's own state: nothing outlives the agent call, nothing crosses agents)."""
+    decided: dict[str, bool] = invocation_state.setdefault(_DECISIONS, {})
+    decided[call_id] = True
+    while len(decided) > _DECISIONS_KEPT:
+        del decided[next(iter(decided))]
 
 
-def forget(call_id: str) -> tuple[bool, GuardResult | None]:
-    return _decisions.pop(call_id, (False, None))
+def forget(invocation_state: dict[str, Any], call_id: str) -> bool:
+    """Whether the call asked to stop (and forget it)."""
+    decided: dict[str, bool] = invocation_state.get(_DECISIONS, {})
+    return decided.pop(call_id, False)
 
 
 def final_message(result: ToolResult) -> list[ContentBlock]:

@@ -161,17 +161,17 @@ class ToolguardHooks(HookProvider):
                 answer = await scope.afailed(call, error)
             event.result = tool_result(call_id, answer)
             if answer.return_direct:
-                remember(call_id, answer)
+                remember(event.invocation_state, call_id)
             return
         result = event.result
         if result.get("status") == "error":
             failed = GuardResult(call_id=call.id, name=call.name, content="", is_error=True)
             if self._return_direct(call.name).applies(failed):
-                remember(call_id, None)
+                remember(event.invocation_state, call_id)
             return
         decided = await scope.asucceeded(call, decidable(result))
         if decided.return_direct and not decided.is_error:
-            remember(call_id, None)
+            remember(event.invocation_state, call_id)
 
     async def after_tools(self, event: AfterToolsEvent) -> None:
         """Answer the calls Strands refused before any hook ran; end a turn that asks to."""
@@ -182,7 +182,7 @@ class ToolguardHooks(HookProvider):
                 self._seen.discard(call_id)
             elif result.get("status") == "error":
                 await self._refused(event, result)
-        stops = [forget(r["toolUseId"])[0] for r in results]
+        stops = [forget(event.invocation_state, r["toolUseId"]) for r in results]
         if not self._rule.round_stops(stops) or event.end_turn:
             return
         final = next(r for r, stop in zip(results, stops, strict=True) if stop)

@@ -91,7 +91,7 @@ class ToolguardTool(AgentTool):
             call, context=invocation_state, offload=self._offload, framework_values=values
         )
         if result.return_direct:
-            remember(call_id, result)
+            remember(invocation_state, call_id)
             if not invocation_state.get(GUARDED_MARK):
                 _warn_without_hooks(self._name)
         yield ToolResultEvent(tool_result(call_id, result))
