@@ -9,6 +9,7 @@ tags every run with an id) and the agent's iteration within it (one per model me
 from __future__ import annotations
 
 import uuid
+import weakref
 from typing import Any, Final
 
 from llama_index.core.instrumentation import dispatcher as instrumentation
@@ -32,6 +33,10 @@ RUN_ID_TAG: Final = "llamaindex.run_id"
 run_tags: Final = instrumentation.active_instrument_tags  # type: ignore[attr-defined]  # not in its __all__; AttributeError here if moved
 _ITERATION: Final = "num_iterations"
 
+# The session id of each live Context, once read from (or written to) its store: the
+# store is read once per conversation, not per call.
+_known: weakref.WeakKeyDictionary[Context, str] = weakref.WeakKeyDictionary()
+
 
 async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
     """The scope of a call: the conversation of ``ctx`` in its model step, or no
@@ -41,10 +46,13 @@ async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
         return dispatcher.scope()
     try:
         store = ctx.store
-        session_id = await store.get(SESSION_KEY, default=None)
-        if not isinstance(session_id, str) or not session_id:
-            session_id = uuid.uuid4().hex
-            await store.set(SESSION_KEY, session_id)
+        session_id = _known.get(ctx)
+        if session_id is None:
+            session_id = await store.get(SESSION_KEY, default=None)
+            if not isinstance(session_id, str) or not session_id:
+                session_id = uuid.uuid4().hex
+                await store.set(SESSION_KEY, session_id)
+            _known[ctx] = session_id
         iteration = await store.get(_ITERATION, default=None)
     except (AttributeError, KeyError, TypeError, ValueError):
         return dispatcher.scope()  # a typed state that refuses the key

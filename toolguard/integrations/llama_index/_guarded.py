@@ -80,13 +80,13 @@ class GuardedTool(Answering):
         if inner.name is None:
             raise ToolDefinitionError(f"{tool!r} has no name; give its ToolMetadata a name")
         self._inner = tool
-        self._async_inner: AsyncBaseTool = adapt_to_async_tool(tool)
+        self.async_inner: AsyncBaseTool = adapt_to_async_tool(tool)
         takes_ctx = isinstance(tool, FunctionTool) and bool(tool.requires_context)
-        self._inner_ctx: str | None = tool.ctx_param_name if takes_ctx else None  # type: ignore[attr-defined]  # a FunctionTool's
+        self.inner_ctx: str | None = tool.ctx_param_name if takes_ctx else None  # type: ignore[attr-defined]  # a FunctionTool's
         self._schema = _validator(tool)
         self._dispatcher = dispatcher
         self.declared_stop = bool(inner.return_direct)
-        super().__init__(inner, self._inner_ctx or CTX)
+        super().__init__(inner, self.inner_ctx or CTX)
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -98,34 +98,7 @@ class GuardedTool(Answering):
         """The LlamaIndex tool this one runs."""
         return self._inner
 
-    async def acall(self, /, *args: Any, **kwargs: Any) -> ToolOutput:
-        ctx = kwargs.pop(self.ctx_param_name or CTX, None)
-        scope = await scope_of(self._dispatcher, ctx)
-        call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
-        if self._inner_ctx is not None:
-            kwargs[self._inner_ctx] = ctx
-
-        async def invoke() -> ToolOutput:
-            self._check(scope, call)
-            return await self._async_inner.acall(*args, **kwargs)
-
-        return await aguard_call(scope, call, invoke, _Outputs(self, dict(kwargs)), run=False)
-
-    def call(self, /, *args: Any, **kwargs: Any) -> ToolOutput:
-        """Sync call (outside an agent, no ``Context``): the tool's own ``call``."""
-        scope = self._dispatcher.scope()
-        call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
-
-        def invoke() -> ToolOutput:
-            self._check(scope, call)
-            if isinstance(self._inner, AsyncBaseTool):  # FunctionTool and its kind
-                return self._inner.call(*args, **kwargs)
-            output: ToolOutput = self._inner(*args, **kwargs)  # a plain BaseTool
-            return output
-
-        return guard_call(scope, call, invoke, _Outputs(self, dict(kwargs)), run=False)
-
-    def _check(self, scope: Scope, call: ToolCall) -> None:
+    def check(self, scope: Scope, call: ToolCall) -> None:
         """The model's arguments against the tool's own ``fn_schema``: a bad call is
         the model's mistake, answered by toolguard (``on_invalid_call``)."""
         if self._schema is None:
@@ -155,3 +128,41 @@ def _validator(tool: BaseTool) -> type[pydantic.BaseModel] | None:
     if not schema.__pydantic_complete__:
         schema.model_rebuild(raise_errors=False)
     return schema if schema.__pydantic_complete__ else None
+
+
+async def _acall(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
+    ctx = kwargs.pop(self.ctx_param_name or CTX, None)
+    scope = await scope_of(self.dispatcher, ctx)
+    call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
+    adapter = _Outputs(self, dict(kwargs))  # the input as the model sent it
+    if self.inner_ctx is not None:
+        kwargs[self.inner_ctx] = ctx
+
+    async def invoke() -> ToolOutput:
+        self.check(scope, call)
+        return await self.async_inner.acall(*args, **kwargs)
+
+    return await aguard_call(scope, call, invoke, adapter, run=False)
+
+
+def _call(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
+    """Sync call (outside an agent, no ``Context``): the tool's own ``call``."""
+    scope = self.dispatcher.scope()
+    call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
+    inner = self.guarded_tool
+
+    def invoke() -> ToolOutput:
+        self.check(scope, call)
+        if isinstance(inner, AsyncBaseTool):  # FunctionTool and its kind
+            return inner.call(*args, **kwargs)
+        output: ToolOutput = inner(*args, **kwargs)  # a plain BaseTool
+        return output
+
+    return guard_call(scope, call, invoke, _Outputs(self, dict(kwargs)), run=False)
+
+
+# Set after the class statement: LlamaIndex's instrumentation (DispatcherSpanMixin)
+# opens a span around a BaseTool subclass's own acall/call; the stand-in opens none,
+# so a guarded call shows one span, the tool's own, as unguarded (and costs one less).
+GuardedTool.acall = _acall  # type: ignore[method-assign, assignment]  # see above
+GuardedTool.call = _call  # type: ignore[method-assign, assignment]  # see above
