@@ -113,7 +113,7 @@ async def play(
     ctx: Callable[[FunctionAgent], Context] | None = None,
 ) -> Observation:
     script = Script(calls)
-    names = [tool.metadata.get_name() for tool in tools]
+    names = [getattr(t, "__name__", None) or t.metadata.get_name() for t in tools]
     if guarded:
         tools = guard(tools, Dispatcher([], external_tools=names))
     agent = FunctionAgent(
@@ -280,3 +280,13 @@ async def test_the_async_path_uses_only_the_async_session_api() -> None:
     calls = [("lookup", {"query": "a"}), ("crash", {"query": "b"})]
     guarded = await play(tools, calls, guarded=True, ctx=Context)
     assert [saw[1] for saw in guarded.model_saw] == [False, True]
+
+
+async def test_plain_functions_are_guarded_as_the_agent_makes_them() -> None:
+    """An agent's ``tools=`` takes plain functions (``FunctionTool.from_defaults``);
+    ``guard`` takes them too, and the run is the same but the intended answer."""
+    calls = [("lookup", {"query": "a"}), ("crash", {"query": "b"})]
+    unguarded = await play([_table.lookup, _table.crash], calls, guarded=False)  # type: ignore[list-item]  # callables, as tools= takes them
+    guarded = await play([_table.lookup, _table.crash], calls, guarded=True)  # type: ignore[list-item]  # callables, as tools= takes them
+    assert guarded.model_saw[0] == unguarded.model_saw[0] == ("found a", False)
+    assert guarded.model_saw[1][1] and "error id" in guarded.model_saw[1][0]

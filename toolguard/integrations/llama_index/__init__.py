@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 try:
+    from llama_index.core.tools import FunctionTool
     from llama_index.core.tools.types import BaseTool
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -82,28 +83,34 @@ else:
     register_control_flow(WaitingForEvent)
 
 
-def guard(tools: Iterable[BaseTool], dispatcher: Dispatcher | None = None) -> list[BaseTool]:
+def guard(
+    tools: Iterable[BaseTool | Callable[..., Any]], dispatcher: Dispatcher | None = None
+) -> list[BaseTool]:
     """``tools`` under ``dispatcher``'s policy, in place, for ``FunctionAgent``,
     ``ReActAgent`` and ``AgentWorkflow``.
 
-    ``agent = FunctionAgent(tools=guard(tools, dispatcher), llm=llm)``: the one line
-    to add to an existing app. Each tool keeps its name, description, schema and
-    behaviour (a ``FunctionTool`` that takes ``Context`` still gets it, its
-    ``callback`` still runs, its own error outputs reach the model as it wrote them);
-    what changes is the answer to a failure: the dispatcher's handler chain for the
-    tool's name (overrides by name or glob, agent defaults and policy files; name the
-    tools in ``external_tools=`` so overrides may name them exactly), hidden causes
-    logged once with the error id the model sees; and a ``FunctionTool``'s arguments
-    are checked against its own ``fn_schema`` (LlamaIndex checks nothing), so a bad
-    call gets toolguard's message and the tool does not run. Successful outputs reach
-    the agent as the tool made them. ``retries`` and ``timeout`` for a tool LlamaIndex
-    runs are refused (``ToolDefinitionError``), never ignored. Tools already guarded,
-    and toolguard's own (:func:`as_llama_index_tool`), are returned as they are.
-    Without a dispatcher, an empty one under the global defaults.
+    ``agent = FunctionAgent(tools=guard(tools, dispatcher), llm=llm)``: the one line to
+    add to an existing app; plain functions among ``tools`` become
+    ``FunctionTool.from_defaults(function)``, as the agent itself makes them. Each tool
+    keeps its name, description, schema and behaviour (a ``FunctionTool`` that takes
+    ``Context`` still gets it, its ``callback`` still runs, its own error outputs reach
+    the model as it wrote them); what changes is the answer to a failure: the
+    dispatcher's handler chain for the tool's name (overrides by name or glob, agent
+    defaults and policy files; name the tools in ``external_tools=`` so overrides may
+    name them exactly), hidden causes logged once with the error id the model sees; and
+    a ``FunctionTool``'s arguments are checked against its own ``fn_schema`` (LlamaIndex
+    checks nothing), so a bad call gets toolguard's message and the tool does not run.
+    Successful outputs reach the agent as the tool made them. ``retries`` and
+    ``timeout`` for a tool LlamaIndex runs are refused (``ToolDefinitionError``), never
+    ignored. Tools already guarded, and toolguard's own (:func:`as_llama_index_tool`),
+    are returned as they are. Without a dispatcher, an empty one under the global
+    defaults.
     """
     dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
     found: list[BaseTool] = []
-    for tool in tools:
+    for given in tools:
+        # a plain function, as an agent's tools= takes it (and converts it the same way)
+        tool = given if isinstance(given, BaseTool) else FunctionTool.from_defaults(given)
         if not isinstance(tool, GuardedTool | ToolguardFunctionTool):
             refuse_not_run(
                 dispatcher,
