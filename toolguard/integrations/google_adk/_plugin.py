@@ -92,12 +92,6 @@ class ToolguardPlugin(BasePlugin):
         super().__init__(name=name)
         self.dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
         self.mode: Literal["any", "all"] = mode or self.dispatcher.return_direct_mode
-        # the one rule for a round (Dispatcher.round_stops), under this plugin's mode
-        self._rule = (
-            self.dispatcher
-            if self.mode == self.dispatcher.return_direct_mode
-            else Dispatcher([], return_direct_mode=self.mode)
-        )
         self._rounds: OrderedDict[tuple[str, str], _Round] = OrderedDict()
         self._answered: dict[str, ToolResult] = {}  # call id -> toolguard's answer to a failure
 
@@ -185,7 +179,7 @@ class ToolguardPlugin(BasePlugin):
                 self._rounds.popitem(last=False)
             return
         decisions = [pending.decided.get(i, (None, False)) for i in pending.ids]
-        stops = self._rule.round_stops([asked for _, asked in decisions])
+        stops = self.dispatcher.round_stops([asked for _, asked in decisions], mode=self.mode)
         for call_actions, asked in decisions:
             if asked and call_actions is not None:
                 call_actions.skip_summarization = True if stops else None

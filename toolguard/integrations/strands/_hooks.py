@@ -106,12 +106,6 @@ class ToolguardHooks(HookProvider):
     ) -> None:
         self.dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
         self.mode: Literal["any", "all"] = mode or self.dispatcher.return_direct_mode
-        # the one rule for a round (Dispatcher.round_stops), under these hooks' mode
-        self._rule = (
-            self.dispatcher
-            if self.mode == self.dispatcher.return_direct_mode
-            else Dispatcher([], return_direct_mode=self.mode)
-        )
         self._blocked: dict[str, GuardResult] = {}
         self._seen: set[str] = set()  # calls of the current batches that reached the hooks
         for name in _TOOL_LOGGERS:
@@ -183,7 +177,7 @@ class ToolguardHooks(HookProvider):
             elif result.get("status") == "error":
                 await self._refused(event, result)
         stops = [forget(event.invocation_state, r["toolUseId"]) for r in results]
-        if not self._rule.round_stops(stops) or event.end_turn:
+        if not self.dispatcher.round_stops(stops, mode=self.mode) or event.end_turn:
             return
         final = next(r for r, stop in zip(results, stops, strict=True) if stop)
         message = final_message(final)
