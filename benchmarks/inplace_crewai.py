@@ -7,7 +7,7 @@ with ``f"Error executing tool: {e}"``; inside a task (``set_current_task_id``), 
 guarded, the call belongs to the task's conversation. The failure's unguarded side is
 that answer (nothing logged); guarded, one hidden failure of the core, returned as
 CrewAI's own ``ToolFailure``. CrewAI installs only in its own environment: run
-``.venv-crewai/bin/python benchmarks/compare.py --only crewai_ok_unguarded,...``.
+``.venv-crewai/bin/python benchmarks/compare.py --only inplace_crewai_ok_unguarded,...``.
 """
 
 from __future__ import annotations
@@ -57,32 +57,32 @@ SUITE = Suite(
     description="tool.run(**arguments) as CrewAI's native loop calls it, inside a task",
     benches=(
         Bench(
-            key="crewai_ok_unguarded",
+            key="inplace_crewai_ok_unguarded",
             label="crewai: tool call, success (unguarded)",
             stmt="cr_call(cr_add)",
             check="cr_call(cr_add) == 3",
             does=does(CR_VALIDATES, "Error executing tool armed", "nothing", "the value"),
         ),
         Bench(
-            key="crewai_ok_guarded",
+            key="inplace_crewai_ok_guarded",
             label="crewai: tool call, success (guarded)",
             stmt="cr_call(cr_add_g)",
-            vs="crewai_ok_unguarded",
+            vs="inplace_crewai_ok_unguarded",
             check="cr_call(cr_add_g) == 3",
             does=does(CR_VALIDATES, "the handler chain armed", "nothing", "the value"),
         ),
         Bench(
-            key="crewai_failure_unguarded",
+            key="inplace_crewai_failure_unguarded",
             label="crewai: tool call, failure (unguarded: Error executing tool)",
             stmt="cr_call(cr_crash)",
             check="'s3cret' in cr_call(cr_crash)",
             does=does(CR_VALIDATES, "str(e) to the model", "nothing", "a str"),
         ),
         Bench(
-            key="crewai_failure_guarded",
+            key="inplace_crewai_failure_guarded",
             label="crewai: tool call, failure (guarded: hidden)",
             stmt="cr_call(cr_crash_g)",
-            vs="crewai_failure_unguarded",
+            vs="inplace_crewai_failure_unguarded",
             check="'error id' in cr_call(cr_crash_g).message",
             does=does(
                 CR_VALIDATES,

@@ -9,7 +9,7 @@ turn around it (event building, session appends, the session's creation). The
 failure's unguarded side is ADK's own: the tool's exception fails the run (caught
 here); guarded, one hidden failure of the core, answered as ``{"error": text}``, and
 the model asked again. ADK installs only in its own environment: run
-``.venv-google-adk/bin/python benchmarks/compare.py --only google_adk_ok_unguarded,...``.
+``.venv-google-adk/bin/python benchmarks/compare.py --only inplace_google_adk_ok_unguarded,...``.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ SUITE = Suite(
     description="one InMemoryRunner turn (a function call, then the model again) per call",
     benches=(
         Bench(
-            key="google_adk_ok_unguarded",
+            key="inplace_google_adk_ok_unguarded",
             label="google-adk: turn with a tool call, success (unguarded)",
             stmt="await adk_turn(adk_ok)",
             is_async=True,
@@ -107,16 +107,16 @@ SUITE = Suite(
             does=does(ADK_VALIDATES, "fails the run", "nothing", "the function response"),
         ),
         Bench(
-            key="google_adk_ok_guarded",
+            key="inplace_google_adk_ok_guarded",
             label="google-adk: turn with a tool call, success (guarded)",
             stmt="await adk_turn(adk_ok_g)",
             is_async=True,
-            vs="google_adk_ok_unguarded",
+            vs="inplace_google_adk_ok_unguarded",
             check="(await adk_turn(adk_ok_g)) == 'done'",
             does=does(ADK_VALIDATES, "the handler chain armed", "nothing", "the function response"),
         ),
         Bench(
-            key="google_adk_failure_unguarded",
+            key="inplace_google_adk_failure_unguarded",
             label="google-adk: turn with a tool call, failure (unguarded: the run fails)",
             stmt="await adk_turn(adk_crash)",
             is_async=True,
@@ -124,11 +124,11 @@ SUITE = Suite(
             does=does(ADK_VALIDATES, "the exception ends the run", "ADK's own", "-"),
         ),
         Bench(
-            key="google_adk_failure_guarded",
+            key="inplace_google_adk_failure_guarded",
             label="google-adk: turn with a tool call, failure (guarded: hidden)",
             stmt="await adk_turn(adk_crash_g)",
             is_async=True,
-            vs="google_adk_failure_unguarded",
+            vs="inplace_google_adk_failure_unguarded",
             check="(await adk_turn(adk_crash_g)) == 'done'",
             does=does(
                 ADK_VALIDATES,

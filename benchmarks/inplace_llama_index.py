@@ -62,7 +62,7 @@ SUITE = Suite(
     ),
     benches=(
         Bench(
-            key="llama_index_ok_unguarded",
+            key="inplace_llama_index_ok_unguarded",
             label="llama-index: tool call, success (unguarded)",
             stmt="await li_call(li_add)",
             is_async=True,
@@ -70,11 +70,11 @@ SUITE = Suite(
             does=does(LI_VALIDATES, "str(e) armed", "nothing", "ToolOutput"),
         ),
         Bench(
-            key="llama_index_ok_guarded",
+            key="inplace_llama_index_ok_guarded",
             label="llama-index: tool call, success (guarded)",
             stmt="await li_call(li_add_g)",
             is_async=True,
-            vs="llama_index_ok_unguarded",
+            vs="inplace_llama_index_ok_unguarded",
             check="(await li_call(li_add_g)).content == '3'",
             does=does(
                 "the tool's fn_schema",
@@ -84,7 +84,7 @@ SUITE = Suite(
             ),
         ),
         Bench(
-            key="llama_index_failure_unguarded",
+            key="inplace_llama_index_failure_unguarded",
             label="llama-index: tool call, failure (unguarded: str(e))",
             stmt="await li_call(li_crash)",
             is_async=True,
@@ -92,11 +92,11 @@ SUITE = Suite(
             does=does(LI_VALIDATES, "str(e) to the model", "nothing", "ToolOutput(is_error)"),
         ),
         Bench(
-            key="llama_index_failure_guarded",
+            key="inplace_llama_index_failure_guarded",
             label="llama-index: tool call, failure (guarded: hidden)",
             stmt="await li_call(li_crash_g)",
             is_async=True,
-            vs="llama_index_failure_unguarded",
+            vs="inplace_llama_index_failure_unguarded",
             check="'error id' in (await li_call(li_crash_g)).content",
             does=does(
                 "the tool's fn_schema",

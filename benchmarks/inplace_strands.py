@@ -7,7 +7,7 @@ is most of its cost); ``record_direct_tool_call=False`` keeps the agent's messag
 growing. The failure's unguarded side is Strands' own answer (``Error: {e}``, its
 traceback logged to a NullHandler); guarded, one hidden failure of the core (and
 Strands' traceback log of it dropped). Strands installs only in its own environment:
-run ``.venv-strands/bin/python benchmarks/compare.py --only strands_ok_unguarded,...``.
+run ``.venv-strands/bin/python benchmarks/compare.py --only inplace_strands_ok_unguarded,...``.
 """
 
 from __future__ import annotations
@@ -67,32 +67,32 @@ SUITE = Suite(
     description="agent.tool.<name>(...): Strands' direct tool call through its executor and hooks",
     benches=(
         Bench(
-            key="strands_ok_unguarded",
+            key="inplace_strands_ok_unguarded",
             label="strands: tool call, success (unguarded)",
             stmt="st_plain.tool.add(a=1, b=2)",
             check="st_plain.tool.add(a=1, b=2)['status'] == 'success'",
             does=does(ST_VALIDATES, "Error: {e} armed", "nothing", "ToolResult"),
         ),
         Bench(
-            key="strands_ok_guarded",
+            key="inplace_strands_ok_guarded",
             label="strands: tool call, success (guarded)",
             stmt="st_guarded.tool.add(a=1, b=2)",
-            vs="strands_ok_unguarded",
+            vs="inplace_strands_ok_unguarded",
             check="st_guarded.tool.add(a=1, b=2)['status'] == 'success'",
             does=does(ST_VALIDATES, "the handler chain armed", "nothing", "ToolResult"),
         ),
         Bench(
-            key="strands_failure_unguarded",
+            key="inplace_strands_failure_unguarded",
             label="strands: tool call, failure (unguarded: Error: {e})",
             stmt="st_plain.tool.crash(a=1, b=2)",
             check="'s3cret' in str(st_plain.tool.crash(a=1, b=2))",
             does=does(ST_VALIDATES, "str(e) to the model", "traceback (NullHandler)", "ToolResult"),
         ),
         Bench(
-            key="strands_failure_guarded",
+            key="inplace_strands_failure_guarded",
             label="strands: tool call, failure (guarded: hidden)",
             stmt="st_guarded.tool.crash(a=1, b=2)",
-            vs="strands_failure_unguarded",
+            vs="inplace_strands_failure_unguarded",
             check="'error id' in str(st_guarded.tool.crash(a=1, b=2))",
             does=does(
                 ST_VALIDATES,
