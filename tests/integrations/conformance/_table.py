@@ -11,14 +11,16 @@ framework's own decorator by the driver, or, for ``state``, the framework's own
 class-based tool holding state), the calls of one model step, and which fields of the
 observation toolguard is meant to change (``changes``); every other field must be equal.
 A driver that cannot play a scenario says why in :data:`NOT_APPLICABLE` of its module
-(the table in docs/integrations says it too), never by skipping silently.
+(the table in docs/integrations says it too): :func:`played` leaves it out of the
+table's test, so no skipped test stands in for it; a driver may play it again, under
+:func:`kept_as_the_framework_answers`, to show that guarding changes nothing there.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from toolguard import ToolError
@@ -164,6 +166,20 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
 )
 
 BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIOS}
+
+
+def played(not_applicable: Mapping[str, str]) -> list[str]:
+    """The scenarios a driver's table test is generated for, in the table's order: all
+    but those its ``NOT_APPLICABLE`` names, each of which must be the table's and say why."""
+    assert set(not_applicable) <= set(BY_NAME), sorted(set(not_applicable) - set(BY_NAME))
+    assert all(why.strip() for why in not_applicable.values()), not_applicable
+    return [scenario.name for scenario in SCENARIOS if scenario.name not in not_applicable]
+
+
+def kept_as_the_framework_answers(name: str) -> Scenario:
+    """A scenario that cannot apply to a framework (the framework answers it before any
+    guard sees the call), played to show that guarded changes nothing at all."""
+    return replace(BY_NAME[name], changes=frozenset())
 
 
 def conforms(scenario: Scenario, unguarded: Observation, guarded: Observation) -> None:
