@@ -461,3 +461,26 @@ def test_crewais_private_usage_claim_is_where_toolguard_calls_it() -> None:
     assert made._claim_usage() is None
     limit = made._claim_usage()
     assert limit is not None and "usage limit" in limit.message
+
+
+def test_guard_refuses_what_is_not_a_dispatcher_or_a_list_of_crewai_tools() -> None:
+    """A wrong argument fails at the entry point, saying what it takes, never inside
+    CrewAI on the first call: an agent for the dispatcher, one tool for the list, a
+    plain function or a name in the list."""
+    agent = Agent(role="support", goal="help", backstory="a clerk", llm=ScriptedLLM.playing([]))
+    with pytest.raises(
+        TypeError, match=r"guard\(tools, dispatcher\) takes a toolguard Dispatcher, got Agent"
+    ):
+        guard([lookup_order], agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"takes a list of CrewAI tools .*got Tool: .*\[tool\]"):
+        guard(lookup_order, Dispatcher([]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="item 1 is Tool"):
+        guard([lookup_order, search], Dispatcher([]))  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="item 0 is str"):
+        guard(["lookup_order"], Dispatcher([]))  # type: ignore[list-item]
+    with pytest.raises(
+        TypeError, match=r"as_crewai_tools\(dispatcher\) takes a toolguard Dispatcher"
+    ):
+        as_crewai_tools([search])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"as_crewai_tool\(dispatcher=...\) takes a toolguard"):
+        as_crewai_tool(search, dispatcher=agent)  # type: ignore[arg-type]

@@ -540,3 +540,19 @@ def test_the_example_app_runs_offline_here_with_the_framework() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "skipped" not in done.stdout and "Logged once" in done.stdout
     assert "hunter2" not in done.stdout.split("Logged once")[0]
+
+
+def test_the_entry_points_refuse_what_is_not_a_dispatcher() -> None:
+    """A wrong argument fails at the entry point, saying what it takes, never inside
+    ADK on the first call: an agent or a list of tools for the dispatcher."""
+    agent = LlmAgent(name="assistant", model=ScriptedLlm(script=[], requests=[]))
+    with pytest.raises(
+        TypeError, match="ToolguardPlugin takes a toolguard Dispatcher, got LlmAgent"
+    ):
+        ToolguardPlugin(agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ToolguardPlugin takes a toolguard Dispatcher, got list"):
+        ToolguardPlugin([search])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"as_adk_tools\(dispatcher\) takes a toolguard"):
+        as_adk_tools([search])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"as_adk_tool\(dispatcher=...\) takes a toolguard"):
+        as_adk_tool(search, dispatcher=agent)  # type: ignore[arg-type]

@@ -587,3 +587,20 @@ async def test_a_tool_call_sees_the_run_id_tag_and_the_agents_iteration() -> Non
     )
     ((run_id, iteration),) = seen
     assert isinstance(run_id, str) and run_id and isinstance(iteration, int)
+
+
+def test_guard_refuses_what_is_not_a_dispatcher_or_a_list_of_tools() -> None:
+    """A wrong argument fails at the entry point, saying what it takes, never inside
+    LlamaIndex on the first call: an agent for the dispatcher, one tool for the list,
+    something that is neither a tool nor a function in the list."""
+    lookup = FunctionTool.from_defaults(search_orders)
+    agent = FunctionAgent(tools=[lookup], llm=MockFunctionCallingLLM())
+    with pytest.raises(TypeError, match="takes a toolguard Dispatcher, got FunctionAgent"):
+        guard([lookup], agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"takes a list of LlamaIndex tools .*got FunctionTool"):
+        guard(lookup, Dispatcher([]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="item 1 is str"):
+        guard([lookup, "search_orders"], Dispatcher([]))  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"as_llama_index_tools\(dispatcher\) takes a toolguard"):
+        as_llama_index_tools([search_orders])  # type: ignore[arg-type]
+    assert len(guard([search_orders], Dispatcher([]))) == 1  # a plain function is a tool

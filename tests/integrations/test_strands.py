@@ -682,3 +682,17 @@ def test_strands_tool_failure_logger_is_the_one_the_hooks_filter() -> None:
     import strands.tools.executors._executor as executor
 
     assert executor.logger.name == "strands.tools.executors._executor"
+
+
+def test_the_entry_points_refuse_what_is_not_a_dispatcher() -> None:
+    """A wrong argument fails at the entry point, saying what it takes, never inside
+    Strands on the first call: an agent or a list of tools for the dispatcher."""
+    agent = Agent(model=ScriptedModel([]), callback_handler=None)
+    with pytest.raises(TypeError, match="ToolguardHooks takes a toolguard Dispatcher, got Agent"):
+        ToolguardHooks(agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ToolguardHooks takes a toolguard Dispatcher, got list"):
+        ToolguardHooks([search])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"as_strands_tools\(dispatcher\) takes a toolguard"):
+        as_strands_tools([search])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"as_strands_tool\(dispatcher=...\) takes a toolguard"):
+        as_strands_tool(search, dispatcher=agent)  # type: ignore[arg-type]

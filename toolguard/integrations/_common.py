@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict
 from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import ToolDefinitionError
 
-__all__ = ["declared_schema", "dispatcher_given", "guarded", "refuse_not_run"]
+__all__ = [
+    "declared_schema",
+    "dispatcher_given",
+    "guarded",
+    "refuse_not_run",
+    "the_dispatcher",
+    "the_tools",
+]
 
 _NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 
@@ -37,6 +44,51 @@ def dispatcher_given(value: object, *, entry: str, instead: str) -> Dispatcher:
     raise TypeError(f"{entry} takes a toolguard Dispatcher there, not {given}; {instead}")
 
 
+def the_dispatcher(dispatcher: object, *, entry: str, optional: bool = False) -> Dispatcher:
+    """``dispatcher`` checked at the entry point, not on the first call (``None``, where
+    ``optional``: an empty one under the global defaults): anything but a toolguard
+    ``Dispatcher`` (an agent, a list of tools) is a ``TypeError`` saying what ``entry``
+    takes."""
+    if dispatcher is None and optional:
+        return Dispatcher([])
+    if not isinstance(dispatcher, Dispatcher):
+        raise TypeError(
+            f"{entry} takes a toolguard Dispatcher, got {type(dispatcher).__name__}: "
+            "build one with Dispatcher([...]) (external_tools=[...] names the "
+            "framework's own tools)"
+        )
+    return dispatcher
+
+
+def the_tools(
+    tools: object,
+    accepted: Callable[[object], bool],
+    *,
+    entry: str,
+    what: str,
+) -> list[Any]:
+    """``tools`` as a list, checked at the entry point: a list (any iterable but a str,
+    a mapping or one tool) whose every item ``accepted`` takes; else a ``TypeError``
+    naming ``entry``, the item and ``what`` it takes."""
+    if (
+        accepted(tools)
+        or isinstance(tools, str | bytes | Mapping)
+        or not isinstance(tools, Iterable)
+    ):
+        raise TypeError(
+            f"{entry} takes a list of {what}, got {type(tools).__name__}: "
+            "pass the agent's tools as a list, [tool] for one"
+        )
+    listed = list(tools)
+    for index, item in enumerate(listed):
+        if not accepted(item):
+            raise TypeError(
+                f"{entry} takes a list of {what}; item {index} is "
+                f"{type(item).__name__}: {item!r:.80}"
+            )
+    return listed
+
+
 def guarded(
     tool: Tool[..., Any] | BoundTool[..., Any] | Callable[..., Any] | str,
     dispatcher: Dispatcher | None,
@@ -54,6 +106,7 @@ def guarded(
             raise TypeError(f"{adapter}() takes a tool name only with dispatcher=...")
         dispatcher = Dispatcher([tool])
         return dispatcher, next(iter(dispatcher.tools))
+    dispatcher = the_dispatcher(dispatcher, entry=f"{adapter}(dispatcher=...)")
     name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
     if name not in dispatcher.tools:
         raise ToolDefinitionError(

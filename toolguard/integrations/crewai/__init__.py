@@ -60,7 +60,13 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool
 from toolguard.errors import ToolDefinitionError, register_control_flow
-from toolguard.integrations._common import declared_schema, guarded, refuse_not_run
+from toolguard.integrations._common import (
+    declared_schema,
+    guarded,
+    refuse_not_run,
+    the_dispatcher,
+    the_tools,
+)
 from toolguard.integrations.crewai._guarded import GuardedTool
 from toolguard.integrations.crewai._tools import ToolguardCrewTool
 
@@ -109,11 +115,18 @@ def guard(tools: Iterable[BaseTool], dispatcher: Dispatcher | None = None) -> li
     own, are returned as they are. Without a dispatcher, an empty one under the
     global defaults.
     """
-    dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
+    dispatcher = the_dispatcher(dispatcher, entry="guard(tools, dispatcher)", optional=True)
+    listed = the_tools(
+        tools, _a_crewai_tool, entry="guard(tools, dispatcher)", what="CrewAI tools (BaseTool)"
+    )
     return [
         tool if isinstance(tool, GuardedTool | ToolguardCrewTool) else _guarded(tool, dispatcher)
-        for tool in tools
+        for tool in listed
     ]
+
+
+def _a_crewai_tool(value: object) -> bool:
+    return isinstance(value, BaseTool)
 
 
 def _crew_tool(dispatcher: Dispatcher, name: str, options: dict[str, Any]) -> ToolguardCrewTool:
@@ -159,4 +172,5 @@ def as_crewai_tools(dispatcher: Dispatcher) -> list[BaseTool]:
 
     Typed as ``list[BaseTool]``, what ``Agent(tools=...)`` takes.
     """
+    dispatcher = the_dispatcher(dispatcher, entry="as_crewai_tools(dispatcher)")
     return [_crew_tool(dispatcher, name, {}) for name in dispatcher.tools]

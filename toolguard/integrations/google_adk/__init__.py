@@ -46,7 +46,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import register_control_flow
-from toolguard.integrations._common import guarded
+from toolguard.integrations._common import guarded, the_dispatcher
 from toolguard.integrations.google_adk._calls import session_id
 from toolguard.integrations.google_adk._plugin import ToolguardPlugin
 from toolguard.integrations.google_adk._tool import ToolguardTool
@@ -85,4 +85,5 @@ def as_adk_tools(dispatcher: Dispatcher) -> list[BaseTool]:
 
     Typed as ``list[BaseTool]``, what ``LlmAgent(tools=...)`` takes.
     """
+    dispatcher = the_dispatcher(dispatcher, entry="as_adk_tools(dispatcher)")
     return [ToolguardTool(dispatcher=dispatcher, name=name) for name in dispatcher.tools]

@@ -23,6 +23,7 @@ from google.adk.tools.tool_context import ToolContext
 
 from toolguard import Dispatcher, ReturnDirect, ToolCallFailed, ToolResult
 from toolguard.errors import is_control_flow
+from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.google_adk._calls import (
     agent_tools,
     call_of,
@@ -90,7 +91,7 @@ class ToolguardPlugin(BasePlugin):
         mode: Literal["any", "all"] | None = None,
     ) -> None:
         super().__init__(name=name)
-        self.dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
+        self.dispatcher = the_dispatcher(dispatcher, entry="ToolguardPlugin", optional=True)
         self.mode: Literal["any", "all"] = mode or self.dispatcher.return_direct_mode
         self._rounds: OrderedDict[tuple[str, str], _Round] = OrderedDict()
         self._answered: dict[str, ToolResult] = {}  # call id -> toolguard's answer to a failure

@@ -57,7 +57,13 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool
 from toolguard.errors import register_control_flow
-from toolguard.integrations._common import declared_schema, guarded, refuse_not_run
+from toolguard.integrations._common import (
+    declared_schema,
+    guarded,
+    refuse_not_run,
+    the_dispatcher,
+    the_tools,
+)
 from toolguard.integrations.llama_index._conversation import SESSION_KEY
 from toolguard.integrations.llama_index._guarded import GuardedTool
 from toolguard.integrations.llama_index._tools import ToolguardFunctionTool
@@ -106,9 +112,15 @@ def guard(
     are returned as they are. Without a dispatcher, an empty one under the global
     defaults.
     """
-    dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
+    dispatcher = the_dispatcher(dispatcher, entry="guard(tools, dispatcher)", optional=True)
+    listed = the_tools(
+        tools,
+        _a_tool_or_function,
+        entry="guard(tools, dispatcher)",
+        what="LlamaIndex tools (BaseTool) or plain functions",
+    )
     found: list[BaseTool] = []
-    for given in tools:
+    for given in listed:
         # a plain function, as an agent's tools= takes it (and converts it the same way)
         tool = given if isinstance(given, BaseTool) else FunctionTool.from_defaults(given)
         if not isinstance(tool, GuardedTool | ToolguardFunctionTool):
@@ -121,6 +133,13 @@ def guard(
             tool = GuardedTool(tool, dispatcher)
         found.append(tool)
     return found
+
+
+def _a_tool_or_function(value: object) -> bool:
+    """What an agent's ``tools=`` takes: a LlamaIndex tool, or a function it wraps."""
+    return isinstance(value, BaseTool) or (
+        callable(value) and not isinstance(value, type) and hasattr(value, "__name__")
+    )
 
 
 def _function_tool(dispatcher: Dispatcher, name: str) -> ToolguardFunctionTool:
@@ -163,4 +182,5 @@ def as_llama_index_tool(
 
 def as_llama_index_tools(dispatcher: Dispatcher) -> list[ToolguardFunctionTool]:
     """Every tool of ``dispatcher`` as a LlamaIndex tool, in declaration order."""
+    dispatcher = the_dispatcher(dispatcher, entry="as_llama_index_tools(dispatcher)")
     return [_function_tool(dispatcher, name) for name in dispatcher.tools]

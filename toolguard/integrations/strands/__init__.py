@@ -50,7 +50,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import register_control_flow
-from toolguard.integrations._common import guarded
+from toolguard.integrations._common import guarded, the_dispatcher
 from toolguard.integrations.strands._calls import session_id
 from toolguard.integrations.strands._hooks import ToolguardHooks
 from toolguard.integrations.strands._tool import ToolguardTool
@@ -78,4 +78,5 @@ def as_strands_tool(
 
 def as_strands_tools(dispatcher: Dispatcher) -> list[AgentTool]:
     """Every tool of ``dispatcher`` as a Strands tool, in declaration order."""
+    dispatcher = the_dispatcher(dispatcher, entry="as_strands_tools(dispatcher)")
     return [ToolguardTool(dispatcher=dispatcher, name=name) for name in dispatcher.tools]

@@ -30,6 +30,7 @@ from strands.types.tools import ToolResult
 from toolguard import Dispatcher, ReturnDirect, ToolCallFailed
 from toolguard import ToolResult as GuardResult
 from toolguard.errors import is_control_flow
+from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.strands._calls import (
     blocks,
     call_of,
@@ -104,7 +105,7 @@ class ToolguardHooks(HookProvider):
     def __init__(
         self, dispatcher: Dispatcher | None = None, *, mode: Literal["any", "all"] | None = None
     ) -> None:
-        self.dispatcher = dispatcher if dispatcher is not None else Dispatcher([])
+        self.dispatcher = the_dispatcher(dispatcher, entry="ToolguardHooks", optional=True)
         self.mode: Literal["any", "all"] = mode or self.dispatcher.return_direct_mode
         self._blocked: dict[str, GuardResult] = {}
         self._seen: set[str] = set()  # calls of the current batches that reached the hooks
