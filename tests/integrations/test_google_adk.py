@@ -40,7 +40,7 @@ from toolguard import (
     tool,
 )
 from toolguard.errors import ToolDefinitionError
-from toolguard.handlers import fail
+from toolguard.handlers import always, fail
 from toolguard.integrations.google_adk import (
     ToolguardPlugin,
     as_adk_tool,
@@ -556,3 +556,46 @@ def test_the_entry_points_refuse_what_is_not_a_dispatcher() -> None:
         as_adk_tools([search])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"as_adk_tool\(dispatcher=...\) takes a toolguard"):
         as_adk_tool(search, dispatcher=agent)  # type: ignore[arg-type]
+
+
+def refused_order(order: int) -> dict[str, Any]:
+    """Look an order up (answers its own error, ADK's way).
+
+    Args:
+        order: The order number.
+    """
+    return {"error": f"Order {order} is archived."}
+
+
+def _raising(result: Any) -> bool:
+    raise RuntimeError("the predicate has a bug")
+
+
+async def test_a_tools_own_error_is_decided_by_the_pipeline(logs: Logs) -> None:
+    """A tool's own ``{"error": ...}`` goes through the pipeline's step 4: kept as the
+    author wrote it, a ``return_direct`` predicate that raises answers no (logged once
+    as ``return_direct_failed``, the run goes on), and an override may answer it."""
+    guard = Dispatcher(
+        [],
+        external_tools=["refused_order"],
+        overrides={"refused_order": ToolPolicy(return_direct=_raising)},
+    )
+    model, events = await run(
+        [refused_order],
+        [[call("refused_order", order=7)], say("ok")],
+        plugin=ToolguardPlugin(guard),
+    )
+    assert model.responses()[0] == {"error": "Order 7 is archived."}
+    assert not events[-1].actions.skip_summarization and len(model.requests) == 2
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["return_direct_failed"]
+    override = Dispatcher(
+        [],
+        external_tools=["refused_order"],
+        overrides={"refused_order": ToolPolicy(on_error=always("Orders are offline."))},
+    )
+    model, _ = await run(
+        [refused_order],
+        [[call("refused_order", order=7)], say("ok")],
+        plugin=ToolguardPlugin(override),
+    )
+    assert model.responses()[0] == {"error": "Orders are offline."}

@@ -42,7 +42,7 @@ from toolguard import (
     tool,
 )
 from toolguard.errors import ToolDefinitionError
-from toolguard.handlers import fail
+from toolguard.handlers import always, fail
 from toolguard.integrations.strands import (
     ToolguardHooks,
     as_strands_tool,
@@ -696,3 +696,41 @@ def test_the_entry_points_refuse_what_is_not_a_dispatcher() -> None:
         as_strands_tools([search])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"as_strands_tool\(dispatcher=...\) takes a toolguard"):
         as_strands_tool(search, dispatcher=agent)  # type: ignore[arg-type]
+
+
+@strands_tool
+def refused_order(order: int) -> dict[str, Any]:
+    """Look an order up (answers its own error, Strands' way).
+
+    Args:
+        order: The order number.
+    """
+    return {"status": "error", "content": [{"text": f"Order {order} is archived."}]}
+
+
+def _raising(result: Any) -> bool:
+    raise RuntimeError("the predicate has a bug")
+
+
+async def test_a_tools_own_error_result_is_decided_by_the_pipeline(logs: Logs) -> None:
+    """A tool's own error result goes through the pipeline's step 4: kept as the author
+    wrote it, a ``return_direct`` predicate that raises answers no (logged once as
+    ``return_direct_failed``, the turn goes on), and an override may answer it."""
+    guard = Dispatcher(
+        [],
+        external_tools=["refused_order"],
+        overrides={"refused_order": ToolPolicy(return_direct=_raising)},
+    )
+    script = [[use("refused_order", "c1", order=7)], say("ok")]
+    model, _, _ = await run([refused_order], script, hooks=[ToolguardHooks(guard)])
+    [result] = model.results()
+    assert result["status"] == "error" and text(result) == "Order 7 is archived."
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["return_direct_failed"]
+    override = Dispatcher(
+        [],
+        external_tools=["refused_order"],
+        overrides={"refused_order": ToolPolicy(on_error=always("Orders are offline."))},
+    )
+    model, _, _ = await run([refused_order], script, hooks=[ToolguardHooks(override)])
+    [result] = model.results()
+    assert result["status"] == "error" and text(result) == "Orders are offline."

@@ -30,7 +30,15 @@ invocation of the tool, and an :class:`Adapter` for its framework's objects. The
    :meth:`Adapter.succeeded`, which changes the framework's object only where
    toolguard decided something (content cut, ``return_direct``).
 
-The two functions are twins: diff them and the differences are ``await`` and the
+A framework whose hooks come before and after a tool's invocation, with none around
+it (Google ADK's callbacks, Strands' hook events), admits in its before-hook
+(:meth:`Scope.aadmit <toolguard.Scope.aadmit>`), answers an exception in its
+after-hook (:meth:`Scope.afailed <toolguard.Scope.afailed>`) and gives step 4 the
+outcome of a call that ran: :func:`guard_result` (:func:`aguard_result`), so that a
+tool's own error result and a success are decided as the whole pipeline decides them
+(``return_direct`` included: a predicate that raises answers no, logged once).
+
+Each pair is twins: diff them and the differences are ``await`` and the
 ``a``-prefixed scope methods.
 """
 
@@ -42,7 +50,7 @@ from typing import Generic, TypeVar
 from toolguard import Scope, ToolCall, ToolCallFailed, ToolPolicy, ToolResult
 from toolguard.errors import is_control_flow
 
-__all__ = ["Adapter", "aguard_call", "guard_call"]
+__all__ = ["Adapter", "aguard_call", "aguard_result", "guard_call", "guard_result"]
 
 Outcome = TypeVar("Outcome")
 
@@ -140,7 +148,7 @@ def guard_call(
             raise
         failure: Exception = adapter.cause(call, error)
     else:
-        return _returned(scope, call, outcome, adapter)
+        return guard_result(scope, call, outcome, adapter)
     return adapter.answer(call, scope.failed(call, failure, tool=adapter.tool_setting(call)))
 
 
@@ -165,11 +173,18 @@ async def aguard_call(
             raise
         failure: Exception = adapter.cause(call, error)
     else:
-        return await _areturned(scope, call, outcome, adapter)
+        return await aguard_result(scope, call, outcome, adapter)
     return adapter.answer(call, await scope.afailed(call, failure, tool=adapter.tool_setting(call)))
 
 
-def _returned(scope: Scope, call: ToolCall, outcome: Outcome, adapter: Adapter[Outcome]) -> Outcome:
+def guard_result(
+    scope: Scope, call: ToolCall, outcome: Outcome, adapter: Adapter[Outcome]
+) -> Outcome:
+    """Step 4 alone: ``outcome``, what the framework's invocation of the tool returned,
+    decided (see the module): the framework's own error result kept unless an override
+    answers, a success through :meth:`Scope.succeeded <toolguard.Scope.succeeded>`.
+    Every path ends in one of the adapter's ``answer``, ``kept`` or ``succeeded``, each
+    given the :class:`~toolguard.ToolResult` decided (``return_direct`` on it)."""
     text = adapter.own_error(outcome)
     if text is not None:
         own = _OwnAnswer(text)
@@ -181,9 +196,10 @@ def _returned(scope: Scope, call: ToolCall, outcome: Outcome, adapter: Adapter[O
     return adapter.succeeded(call, outcome, result)
 
 
-async def _areturned(
+async def aguard_result(
     scope: Scope, call: ToolCall, outcome: Outcome, adapter: Adapter[Outcome]
 ) -> Outcome:
+    """Async :func:`guard_result`."""
     text = adapter.own_error(outcome)
     if text is not None:
         own = _OwnAnswer(text)

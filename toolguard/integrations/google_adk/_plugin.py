@@ -5,10 +5,12 @@ exception and after it, so the in-place pipeline's steps sit in those callbacks,
 the scope's ``a``-methods: ``before_tool_callback`` admits the call (an open breaker's
 answer instead of running the tool); ``on_tool_error_callback`` answers an exception
 through the handler chain (``Scope.afailed``) and a name the agent has no tool for
-(``Scope.aunknown_tool``); ``after_tool_callback`` reports a success
-(``Scope.asucceeded``, for the breaker and ``return_direct``) and leaves the
-response as it is. (``guard_call`` cannot be used as one piece here: admitting again
-after the tool ran would take a half-open breaker's trial twice.)
+(``Scope.aunknown_tool``); ``after_tool_callback`` gives the response to the
+pipeline's step 4 (``aguard_result``): a success is reported (for the breaker and
+``return_direct``) and left as it is, a tool's own ``{"error": ...}`` is its author's
+answer, kept unless an override answers. (``guard_call`` cannot be used as one piece
+here: admitting again after the tool ran would take a half-open breaker's trial
+twice.)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from toolguard import Dispatcher, ReturnDirect, ToolCallFailed, ToolResult
+from toolguard import Dispatcher, ToolCall, ToolCallFailed, ToolResult
 from toolguard.errors import is_control_flow
 from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.google_adk._calls import (
@@ -34,6 +36,7 @@ from toolguard.integrations.google_adk._calls import (
     session_id,
 )
 from toolguard.integrations.google_adk._tool import ToolguardTool
+from toolguard.integrations.inplace import Adapter, aguard_result
 
 __all__ = ["ToolguardPlugin"]
 
@@ -75,10 +78,10 @@ class ToolguardPlugin(BasePlugin):
       cancellation, ``ToolCallFailed`` and registered control-flow signals pass
       through untouched.
 
-    Only exceptions are answered: what a tool or ADK already turned into a response
-    (a ``FunctionTool``'s argument validation, a missing-argument message, a dict
-    with an ``"error"`` key) is left as it is, and so is every success's value
-    (``max_result_chars`` does not apply to plain tools). Register this plugin
+    What a tool or ADK already turned into a response (a ``FunctionTool``'s argument
+    validation, a missing-argument message, a dict with an ``"error"`` key) is the
+    tool's answer, kept unless an override answers it; every success's value is left
+    as it is (``max_result_chars`` does not apply to plain tools). Register this plugin
     before ADK's ``ReflectAndRetryToolPlugin`` (which sends ``str(error)`` to the
     model): the first plugin that answers wins.
     """
@@ -145,23 +148,22 @@ class ToolguardPlugin(BasePlugin):
         tool_context: ToolContext,
         result: dict[str, Any],
     ) -> dict[str, Any] | None:
-        """Record toolguard's ``return_direct`` decision; the response is left as it is."""
+        """Decide the response as the pipeline does (``aguard_result``) and record
+        toolguard's ``return_direct`` decision; a response nothing replaced is left as
+        it is (``None``)."""
         call = call_of(tool.name, tool_args, tool_context)
         answered = self._answered.pop(call.id or "", None)
         if isinstance(tool, ToolguardTool):
-            stop = tool_context.actions.skip_summarization is True
-        elif answered is not None:
-            stop = answered.return_direct
-        elif isinstance(result, dict) and "error" in result:  # ADK's or the tool's own error
-            failed = ToolResult(call_id=call.id, name=call.name, content="", is_error=True)
-            stop = self._return_direct(call.name).applies(failed)
-        else:
-            decided = await scope_of(self.dispatcher, tool_context).asucceeded(
-                call, decidable(result)
-            )
-            stop = decided.return_direct and not decided.is_error
-        self._decide(tool_context, stop)
-        return None
+            self._decide(tool_context, tool_context.actions.skip_summarization is True)
+            return None
+        if answered is not None:
+            self._decide(tool_context, answered.return_direct)
+            return None
+        adapter = _Responses()
+        scope = scope_of(self.dispatcher, tool_context)
+        decided = await aguard_result(scope, call, result, adapter)
+        self._decide(tool_context, adapter.stop)
+        return None if decided is result else decided
 
     def _decide(self, tool_context: ToolContext, stop: bool) -> None:
         """One call's decision; once every call of its message has one, the round's."""
@@ -185,10 +187,33 @@ class ToolguardPlugin(BasePlugin):
             if asked and call_actions is not None:
                 call_actions.skip_summarization = True if stops else None
 
-    def _return_direct(self, name: str) -> ReturnDirect:
-        setting = self.dispatcher.scope().policy(name).return_direct
-        assert isinstance(setting, ReturnDirect)
-        return setting
+
+class _Responses(Adapter[Any]):
+    """ADK's function responses for the pipeline's step 4; remembers the decision."""
+
+    stop = False
+
+    def answer(self, call: ToolCall, result: ToolResult) -> Any:
+        self.stop = result.return_direct
+        return response(result)
+
+    def own_error(self, outcome: Any) -> str | None:
+        """ADK's convention for a failed call, the tool's or ADK's own: a dict with an
+        ``"error"`` key."""
+        if isinstance(outcome, dict) and "error" in outcome:
+            return decidable(outcome["error"])
+        return None
+
+    def seen(self, outcome: Any) -> object:
+        return decidable(outcome)
+
+    def succeeded(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
+        self.stop = result.return_direct
+        return outcome
+
+    def kept(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
+        self.stop = result.return_direct
+        return outcome
 
 
 def _unknown(tool: BaseTool) -> bool:

@@ -5,10 +5,11 @@ a hook may replace) and after a batch of calls, so the in-place pipeline's steps
 in those hooks, on the scope's ``a``-methods: ``BeforeToolCallEvent`` admits the call
 (an open breaker cancels it with toolguard's answer); ``AfterToolCallEvent`` answers
 an exception through the handler chain (``Scope.afailed``) and a name the agent has
-no tool for (``Scope.aunknown_tool``), or reports a success (``Scope.asucceeded``);
-``AfterToolsEvent`` ends the turn when the batch asks to stop. (``guard_call`` cannot
-be used as one piece here: admitting again after the tool ran would take a half-open
-breaker's trial twice.)
+no tool for (``Scope.aunknown_tool``), or gives the result to the pipeline's step 4
+(``aguard_result``: a success reported and left as it is, a tool's own error result
+its author's answer, kept unless an override answers); ``AfterToolsEvent`` ends the
+turn when the batch asks to stop. (``guard_call`` cannot be used as one piece here:
+admitting again after the tool ran would take a half-open breaker's trial twice.)
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from strands.hooks import (
 from strands.interrupt import InterruptException
 from strands.types.tools import ToolResult
 
-from toolguard import Dispatcher, ReturnDirect, ToolCallFailed
+from toolguard import Dispatcher, ToolCall, ToolCallFailed
 from toolguard import ToolResult as GuardResult
 from toolguard.errors import is_control_flow
 from toolguard.integrations._common import the_dispatcher
+from toolguard.integrations.inplace import Adapter, aguard_result
 from toolguard.integrations.strands._calls import (
     blocks,
     call_of,
@@ -96,10 +98,10 @@ class ToolguardHooks(HookProvider):
     * interrupts, cancellation (``cancel_tool``, ``agent.cancel()``), registered
       control flow and ``ToolCallFailed`` pass through untouched.
 
-    Only exceptions are answered: what a tool or Strands already turned into a
-    result (a decorated tool's argument validation, a tool's own error result) is
-    left as it is, and so is every success's content (``max_result_chars`` does not
-    apply to plain tools).
+    A decorated tool's argument validation is Strands' answer, left as it is; a tool's
+    own error result is its author's answer, kept unless an override answers it;
+    every success's content is left as it is (``max_result_chars`` does not apply to
+    plain tools).
     """
 
     def __init__(
@@ -158,14 +160,11 @@ class ToolguardHooks(HookProvider):
             if answer.return_direct:
                 remember(event.invocation_state, call_id)
             return
-        result = event.result
-        if result.get("status") == "error":
-            failed = GuardResult(call_id=call.id, name=call.name, content="", is_error=True)
-            if self._return_direct(call.name).applies(failed):
-                remember(event.invocation_state, call_id)
-            return
-        decided = await scope.asucceeded(call, decidable(result))
-        if decided.return_direct and not decided.is_error:
+        adapter = _Results()
+        decided = await aguard_result(scope, call, event.result, adapter)
+        if decided is not event.result:  # an override answered the tool's own error
+            event.result = decided
+        if adapter.stop:
             remember(event.invocation_state, call_id)
 
     async def after_tools(self, event: AfterToolsEvent) -> None:
@@ -207,7 +206,26 @@ class ToolguardHooks(HookProvider):
         answer = await scope.aunknown_tool(call, event.agent.tool_names)
         result["content"] = blocks(answer)
 
-    def _return_direct(self, name: str) -> ReturnDirect:
-        setting = self.dispatcher.scope().policy(name).return_direct
-        assert isinstance(setting, ReturnDirect)
-        return setting
+
+class _Results(Adapter[ToolResult]):
+    """Strands' tool results for the pipeline's step 4; remembers the decision."""
+
+    stop = False
+
+    def answer(self, call: ToolCall, result: GuardResult) -> ToolResult:
+        self.stop = result.return_direct
+        return tool_result(call.id or "", result)
+
+    def own_error(self, outcome: ToolResult) -> str | None:
+        return decidable(outcome) if outcome.get("status") == "error" else None
+
+    def seen(self, outcome: ToolResult) -> object:
+        return decidable(outcome)
+
+    def succeeded(self, call: ToolCall, outcome: ToolResult, result: GuardResult) -> ToolResult:
+        self.stop = result.return_direct
+        return outcome
+
+    def kept(self, call: ToolCall, outcome: ToolResult, result: GuardResult) -> ToolResult:
+        self.stop = result.return_direct
+        return outcome
