@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from toolguard import BoundTool, Dispatcher, Tool
+from toolguard import BoundTool, Dispatcher, Tool, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
+from toolguard.integrations.inplace import Adapter
 
 __all__ = [
+    "HookAdapter",
     "declared_schema",
     "dispatcher_given",
     "guarded",
@@ -18,6 +20,8 @@ __all__ = [
     "the_dispatcher",
     "the_tools",
 ]
+
+Outcome = TypeVar("Outcome")
 
 _NOT_RUN: Final = ("retries", "timeout")  # settings toolguard applies only to tools it runs
 
@@ -134,3 +138,29 @@ def declared_schema(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
 
     ToolguardArguments.__name__ = ToolguardArguments.__qualname__ = f"{name}_arguments"
     return ToolguardArguments
+
+
+class HookAdapter(Adapter[Outcome]):
+    """An adapter for the pipeline's step 4 alone (``aguard_result``), in a framework
+    whose after-hook sees a call's outcome (Google ADK, Strands): a success and a kept
+    own error come back as they were, and whether the decided result asks to stop is
+    remembered in :attr:`stop` for the hook's round. A subclass writes
+    :meth:`respond` (toolguard's answer in the framework's shape) and what it reads of
+    an outcome (``own_error``, ``seen``)."""
+
+    stop = False
+
+    def respond(self, call: ToolCall, result: ToolResult) -> Outcome:
+        raise NotImplementedError
+
+    def answer(self, call: ToolCall, result: ToolResult) -> Outcome:
+        self.stop = result.return_direct
+        return self.respond(call, result)
+
+    def succeeded(self, call: ToolCall, outcome: Outcome, result: ToolResult) -> Outcome:
+        self.stop = result.return_direct
+        return outcome
+
+    def kept(self, call: ToolCall, outcome: Outcome, result: ToolResult) -> Outcome:
+        self.stop = result.return_direct
+        return outcome

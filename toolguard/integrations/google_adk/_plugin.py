@@ -25,7 +25,7 @@ from google.adk.tools.tool_context import ToolContext
 
 from toolguard import Dispatcher, ToolCall, ToolCallFailed, ToolResult
 from toolguard.errors import is_control_flow
-from toolguard.integrations._common import the_dispatcher
+from toolguard.integrations._common import HookAdapter, the_dispatcher
 from toolguard.integrations.google_adk._calls import (
     agent_tools,
     call_of,
@@ -36,7 +36,7 @@ from toolguard.integrations.google_adk._calls import (
     session_id,
 )
 from toolguard.integrations.google_adk._tool import ToolguardTool
-from toolguard.integrations.inplace import Adapter, aguard_result
+from toolguard.integrations.inplace import aguard_result
 
 __all__ = ["ToolguardPlugin"]
 
@@ -188,13 +188,10 @@ class ToolguardPlugin(BasePlugin):
                 call_actions.skip_summarization = True if stops else None
 
 
-class _Responses(Adapter[Any]):
-    """ADK's function responses for the pipeline's step 4; remembers the decision."""
+class _Responses(HookAdapter[Any]):
+    """ADK's function responses for the pipeline's step 4."""
 
-    stop = False
-
-    def answer(self, call: ToolCall, result: ToolResult) -> Any:
-        self.stop = result.return_direct
+    def respond(self, call: ToolCall, result: ToolResult) -> Any:
         return response(result)
 
     def own_error(self, outcome: Any) -> str | None:
@@ -206,14 +203,6 @@ class _Responses(Adapter[Any]):
 
     def seen(self, outcome: Any) -> object:
         return decidable(outcome)
-
-    def succeeded(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
-        self.stop = result.return_direct
-        return outcome
-
-    def kept(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
-        self.stop = result.return_direct
-        return outcome
 
 
 def _unknown(tool: BaseTool) -> bool:

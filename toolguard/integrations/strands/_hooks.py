@@ -31,8 +31,8 @@ from strands.types.tools import ToolResult
 from toolguard import Dispatcher, ToolCall, ToolCallFailed
 from toolguard import ToolResult as GuardResult
 from toolguard.errors import is_control_flow
-from toolguard.integrations._common import the_dispatcher
-from toolguard.integrations.inplace import Adapter, aguard_result
+from toolguard.integrations._common import HookAdapter, the_dispatcher
+from toolguard.integrations.inplace import aguard_result
 from toolguard.integrations.strands._calls import (
     blocks,
     call_of,
@@ -207,13 +207,10 @@ class ToolguardHooks(HookProvider):
         result["content"] = blocks(answer)
 
 
-class _Results(Adapter[ToolResult]):
-    """Strands' tool results for the pipeline's step 4; remembers the decision."""
+class _Results(HookAdapter[ToolResult]):
+    """Strands' tool results for the pipeline's step 4."""
 
-    stop = False
-
-    def answer(self, call: ToolCall, result: GuardResult) -> ToolResult:
-        self.stop = result.return_direct
+    def respond(self, call: ToolCall, result: GuardResult) -> ToolResult:
         return tool_result(call.id or "", result)
 
     def own_error(self, outcome: ToolResult) -> str | None:
@@ -221,11 +218,3 @@ class _Results(Adapter[ToolResult]):
 
     def seen(self, outcome: ToolResult) -> object:
         return decidable(outcome)
-
-    def succeeded(self, call: ToolCall, outcome: ToolResult, result: GuardResult) -> ToolResult:
-        self.stop = result.return_direct
-        return outcome
-
-    def kept(self, call: ToolCall, outcome: ToolResult, result: GuardResult) -> ToolResult:
-        self.stop = result.return_direct
-        return outcome
