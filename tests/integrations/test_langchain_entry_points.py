@@ -51,7 +51,7 @@ def test_the_middleware_refuses_anything_but_a_dispatcher_first(given: Any, name
     with pytest.raises(TypeError) as raised:
         ToolguardMiddleware(given())
     message = str(raised.value)
-    assert f"takes a toolguard Dispatcher there, not {named}" in message
+    assert f"takes a toolguard Dispatcher, got {named}" in message
     assert "ToolguardMiddleware(tools=tools)" in message  # what to write instead
 
 

@@ -14,7 +14,6 @@ from toolguard.integrations.inplace import Adapter
 __all__ = [
     "HookAdapter",
     "declared_schema",
-    "dispatcher_given",
     "guarded",
     "refuse_not_run",
     "the_dispatcher",
@@ -38,28 +37,23 @@ def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead
         )
 
 
-def dispatcher_given(value: object, *, entry: str, instead: str) -> Dispatcher:
-    """``value``, an entry point's dispatcher argument, if it is a :class:`Dispatcher`;
-    anything else (the tools, an agent, a tool) is refused where it was passed, with what
-    ``entry`` takes and what to write ``instead``, not left to fail on the first call."""
-    if isinstance(value, Dispatcher):
-        return value
-    given = type(value).__name__
-    raise TypeError(f"{entry} takes a toolguard Dispatcher there, not {given}; {instead}")
-
-
-def the_dispatcher(dispatcher: object, *, entry: str, optional: bool = False) -> Dispatcher:
+def the_dispatcher(
+    dispatcher: object, *, entry: str, optional: bool = False, instead: str | None = None
+) -> Dispatcher:
     """``dispatcher`` checked at the entry point, not on the first call (``None``, where
     ``optional``: an empty one under the global defaults): anything but a toolguard
     ``Dispatcher`` (an agent, a list of tools) is a ``TypeError`` saying what ``entry``
-    takes."""
+    takes, and what to write ``instead`` (by default: how to build one)."""
     if dispatcher is None and optional:
         return Dispatcher([])
     if not isinstance(dispatcher, Dispatcher):
         raise TypeError(
             f"{entry} takes a toolguard Dispatcher, got {type(dispatcher).__name__}: "
-            "build one with Dispatcher([...]) (external_tools=[...] names the "
-            "framework's own tools)"
+            + (
+                instead
+                or "build one with Dispatcher([...]) (external_tools=[...] names the "
+                "framework's own tools)"
+            )
         )
     return dispatcher
 

@@ -32,7 +32,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from toolguard import Dispatcher, ReturnDirect, ToolCall, ToolPolicy
-from toolguard.integrations._common import dispatcher_given
+from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.inplace import aguard_call, guard_call
 from toolguard.integrations.langchain._adapter import Call, Outcome, Unregistered
 from toolguard.integrations.langchain._conversation import scope_of
@@ -105,7 +105,7 @@ class ToolguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         only = None if tools is None else frozenset(_names(tools))
         if dispatcher is None:
             dispatcher = Dispatcher([], external_tools=sorted(only or ()))
-        self.dispatcher = dispatcher_given(
+        self.dispatcher = the_dispatcher(
             dispatcher,
             entry="ToolguardMiddleware(dispatcher, tools=...)",
             instead="to guard an agent's tools in place, pass the tools by keyword "
