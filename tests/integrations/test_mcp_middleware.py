@@ -302,11 +302,6 @@ async def test_a_base_exception_from_a_tool_is_a_json_rpc_error_and_the_server_g
     assert text_of(after) == "shipped 5"
 
 
-def test_the_middleware_takes_a_dispatcher() -> None:
-    with pytest.raises(TypeError, match="takes a Dispatcher"):
-        ToolguardMiddleware([ship])  # type: ignore[arg-type]
-
-
 async def test_outside_guarded_calls_the_sdk_logger_is_as_configured(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -326,3 +321,18 @@ async def test_outside_guarded_calls_the_sdk_logger_is_as_configured(
     finally:
         sdk_logger.setLevel(logging.NOTSET)
     assert [r.getMessage() for r in caplog.records if r.name == sdk_logger.name] == ["at the level"]
+
+
+@pytest.mark.parametrize("given", [[], None, "dispatcher", MCPServer("not a dispatcher")])
+def test_the_middleware_refuses_anything_but_a_dispatcher_saying_how(given: Any) -> None:
+    from toolguard.integrations.fastmcp import ToolguardMiddleware as FastMCPMiddleware
+
+    for middleware, line in (
+        (ToolguardMiddleware, "MCPServer(..., middleware=[ToolguardMiddleware(dispatcher)])"),
+        (FastMCPMiddleware, "mcp.add_middleware(ToolguardMiddleware(dispatcher))"),
+    ):
+        with pytest.raises(TypeError) as raised:
+            middleware(given)
+        message = str(raised.value)
+        assert f"takes a toolguard Dispatcher, got {type(given).__name__}:" in message
+        assert line in message and "external_tools=[...]" in message

@@ -39,6 +39,7 @@ from toolguard import (
     ToolCallFailed,
     ToolResult,
 )
+from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.mcp import observe
 from toolguard.integrations.mcp.wire import (
@@ -101,9 +102,12 @@ class ToolguardMiddleware(Middleware):
         session_id: Callable[[Context], str | None] | None = None,
         framework_errors_visible: bool = True,
     ) -> None:
-        if not isinstance(dispatcher, Dispatcher):
-            raise TypeError(f"ToolguardMiddleware takes a Dispatcher, got {dispatcher!r}")
-        self.dispatcher = dispatcher
+        self.dispatcher = the_dispatcher(
+            dispatcher,
+            entry="ToolguardMiddleware(dispatcher)",
+            instead="build one with Dispatcher([], external_tools=[...]) naming the server's "
+            "tools; then mcp.add_middleware(ToolguardMiddleware(dispatcher))",
+        )
         self._session_id = session_id
         self._visible = framework_errors_visible
         observe.observe(FASTMCP_LOGGER)

@@ -30,6 +30,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, UnexpectedToolError
 from mcp.server.mcpserver.exceptions import ToolError as SdkToolError
 
 from toolguard import ControlFlow, Dispatcher, Scope, ToolCall, ToolCallFailed, ToolResult
+from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.mcp import observe
 from toolguard.integrations.mcp.wire import (
@@ -96,9 +97,12 @@ class ToolguardMiddleware:
         session_id: Callable[[ServerRequestContext[Any, Any]], str | None] | None = None,
         framework_errors_visible: bool = True,
     ) -> None:
-        if not isinstance(dispatcher, Dispatcher):
-            raise TypeError(f"ToolguardMiddleware takes a Dispatcher, got {dispatcher!r}")
-        self.dispatcher = dispatcher
+        self.dispatcher = the_dispatcher(
+            dispatcher,
+            entry="ToolguardMiddleware(dispatcher)",
+            instead="build one with Dispatcher([], external_tools=[...]) naming the server's "
+            "tools; then MCPServer(..., middleware=[ToolguardMiddleware(dispatcher)])",
+        )
         self._session_id = session_id
         self._visible = framework_errors_visible
         observe.observe(SDK_LOGGER)
