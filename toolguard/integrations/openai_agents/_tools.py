@@ -29,6 +29,7 @@ from agents.tool_context import ToolContext
 
 from toolguard import BoundTool, Dispatcher, Tool, ToolDefinitionError
 from toolguard.formats import strict_schema
+from toolguard.integrations._common import guarded
 from toolguard.integrations.openai_agents._outputs import (
     CustomDataExtractor,
     ToolOutput,
@@ -125,26 +126,6 @@ def _check_injection(tool: AnyTool) -> tuple[str, ...]:
                 "or give the parameter a default"
             )
     return tuple(ours)
-
-
-def guarded(
-    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None
-) -> tuple[Dispatcher, str]:
-    """The dispatcher and tool name :func:`as_function_tool` serves: without a
-    dispatcher, a one-tool dispatcher under the global defaults and the tool's own
-    policy; with one, ``tool`` (or its name) must be one of its tools."""
-    if dispatcher is None:
-        if isinstance(tool, str):
-            raise TypeError("as_function_tool() takes a tool name only with dispatcher=...")
-        dispatcher = Dispatcher([tool])
-        return dispatcher, next(iter(dispatcher.tools))
-    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
-    if name not in dispatcher.tools:
-        raise ToolDefinitionError(
-            f"{name!r} is not one of this dispatcher's tools "
-            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
-        )
-    return dispatcher, name
 
 
 # --- the invocation ---------------------------------------------------------------------------
@@ -288,7 +269,7 @@ def as_function_tool(
     defaults and its own policy; with one, ``tool`` (or its name) must be one of that
     dispatcher's tools.
     """
-    dispatcher, name = guarded(tool, dispatcher)
+    dispatcher, name = guarded(tool, dispatcher, adapter="as_function_tool")
     return _function_tool(
         dispatcher,
         name,

@@ -44,6 +44,7 @@ from toolguard import (
     ToolResult,
     register_control_flow,
 )
+from toolguard.integrations._common import guarded
 
 __all__ = [
     "FRAMEWORK",
@@ -55,7 +56,6 @@ __all__ = [
     "as_pydantic_ai_tool",
     "as_pydantic_ai_tools",
     "decision",
-    "guarded",
     "passes_through",
     "raise_for",
     "scope",
@@ -236,26 +236,6 @@ and the scope (conversation and model step) its calls run in."""
 # --- toolguard tools as Pydantic AI tools ---------------------------------------------
 
 
-def guarded(
-    tool: AnyTool | Callable[..., Any] | str, dispatcher: Dispatcher | None
-) -> tuple[Dispatcher, str]:
-    """The dispatcher and tool name :func:`as_pydantic_ai_tool` serves: without a
-    dispatcher, a one-tool dispatcher under the global defaults and the tool's own
-    policy; with one, ``tool`` (or its name) must be one of its tools."""
-    if dispatcher is None:
-        if isinstance(tool, str):
-            raise TypeError("as_pydantic_ai_tool() takes a tool name only with dispatcher=...")
-        dispatcher = Dispatcher([tool])
-        return dispatcher, next(iter(dispatcher.tools))
-    name = tool if isinstance(tool, str) else getattr(tool, "name", None) or tool.__name__
-    if name not in dispatcher.tools:
-        raise ToolDefinitionError(
-            f"{name!r} is not one of this dispatcher's tools "
-            f"({', '.join(dispatcher.tools) or 'none'}); add it to the Dispatcher"
-        )
-    return dispatcher, name
-
-
 def _function(dispatcher: Dispatcher, name: str, retry_on: RetryOn) -> Callable[..., Any]:
     guarded_tool = dispatcher.tools[name]
     # A sync tool runs on the dispatcher's thread pool, as Pydantic AI runs its own
@@ -380,7 +360,7 @@ def as_pydantic_ai_tool(
     that dispatcher's tools. A parameter only another framework supplies (LangChain's
     ``InjectedState``...) is refused here, with ``ToolDefinitionError``.
     """
-    dispatcher, name = guarded(tool, dispatcher)
+    dispatcher, name = guarded(tool, dispatcher, adapter="as_pydantic_ai_tool")
     return _pydantic_ai_tool(dispatcher, name, retry_on, max_retries, options)
 
 
