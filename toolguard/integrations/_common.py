@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -13,6 +14,7 @@ from toolguard.integrations.inplace import Adapter
 
 __all__ = [
     "HookAdapter",
+    "any_agent",
     "declared_schema",
     "guarded",
     "refuse_not_run",
@@ -158,3 +160,11 @@ class HookAdapter(Adapter[Outcome]):
     def kept(self, call: ToolCall, outcome: Outcome, result: ToolResult) -> Outcome:
         self.stop = result.return_direct
         return outcome
+
+
+@functools.cache
+def any_agent() -> Dispatcher:
+    """A tool-less dispatcher, made once: ``any_agent().round_stops(stops, mode=...)`` is
+    the core's one rule for a round, for an integration's public helper that has no
+    dispatcher at hand (``stop_requested(..., mode=...)``)."""
+    return Dispatcher([])

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import typing
 import weakref
@@ -33,6 +32,7 @@ from agents.tool import ToolOutputFileContentDict, ToolOutputImageDict, ToolOutp
 from agents.tool_context import ToolContext
 
 from toolguard import Dispatcher, Image, ToolResult
+from toolguard.integrations._common import any_agent
 
 __all__ = [
     "METADATA_KEY",
@@ -198,12 +198,6 @@ def _asked_to_stop(result: FunctionToolResult) -> bool:
     return isinstance(decision, dict) and decision.get("return_direct") is True
 
 
-@functools.cache
-def _rule(mode: Literal["any", "all"]) -> Dispatcher:
-    """A tool-less dispatcher whose ``round_stops`` is the core's one rule for ``mode``."""
-    return Dispatcher([], return_direct_mode=mode)
-
-
 def stop_requested(
     tool_results: Sequence[FunctionToolResult], *, mode: Literal["any", "all"] = "any"
 ) -> FunctionToolResult | None:
@@ -214,8 +208,14 @@ def stop_requested(
     such result, in call order. Results of tools toolguard neither runs nor guards
     never ask.
     """
+    return _stopping(tool_results, any_agent(), mode)
+
+
+def _stopping(
+    tool_results: Sequence[FunctionToolResult], agent: Dispatcher, mode: Literal["any", "all"]
+) -> FunctionToolResult | None:
     stops = [_asked_to_stop(result) for result in tool_results]
-    if not _rule(mode).round_stops(stops):
+    if not agent.round_stops(stops, mode=mode):
         return None
     return next(result for result, stop in zip(tool_results, stops, strict=True) if stop)
 
@@ -237,11 +237,12 @@ def tool_use_behavior(
     rule: Literal["any", "all"] = mode or (
         dispatcher.return_direct_mode if dispatcher is not None else "any"
     )
+    agent = dispatcher if dispatcher is not None else any_agent()
 
     def stop_on_return_direct(
         context: RunContextWrapper[Any], tool_results: list[FunctionToolResult]
     ) -> ToolsToFinalOutputResult:
-        final = stop_requested(tool_results, mode=rule)
+        final = _stopping(tool_results, agent, rule)
         if final is None:
             return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
         return ToolsToFinalOutputResult(is_final_output=True, final_output=final.output)

@@ -19,7 +19,6 @@ Two of Pydantic AI's capability hooks (public API: no private name of Pydantic A
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -40,6 +39,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
 from toolguard import Dispatcher, Scope, Session, ToolCall, ToolResult
+from toolguard.integrations._common import any_agent
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.pydantic_ai._tools import (
     METADATA_KEY,
@@ -112,12 +112,6 @@ class PydanticAIAdapter(Adapter[Any]):
         return outcome
 
 
-@functools.cache
-def _rule(mode: Literal["any", "all"]) -> Dispatcher:
-    """A tool-less dispatcher whose ``round_stops`` is the core's one rule for ``mode``."""
-    return Dispatcher([], return_direct_mode=mode)
-
-
 # --- return_direct ----------------------------------------------------------------------
 
 
@@ -137,11 +131,17 @@ def stop_requested(
     is then the first such return, in call order. Returns without toolguard's
     decision never ask.
     """
+    return _stopping(messages, any_agent(), mode)
+
+
+def _stopping(
+    messages: Sequence[ModelMessage], agent: Dispatcher, mode: Literal["any", "all"]
+) -> ToolReturnPart | None:
     if not messages or not isinstance(messages[-1], ModelRequest):
         return None
     returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
     stops = [_asked_to_stop(part) for part in returns]
-    if not _rule(mode).round_stops(stops):
+    if not agent.round_stops(stops, mode=mode):
         return None
     return next(part for part, stop in zip(returns, stops, strict=True) if stop)
 
@@ -253,7 +253,7 @@ class ToolguardCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         rule: Literal["any", "all"] = self.mode or self.dispatcher.return_direct_mode
-        final = stop_requested(request_context.messages, mode=rule)
+        final = _stopping(request_context.messages, self.dispatcher, rule)
         if final is not None:
             raise SkipModelRequest(
                 ModelResponse(
