@@ -197,10 +197,6 @@ class ToolguardCapability(AbstractCapability[Any]):
     retry_on: RetryOn = "feedback"
 
     def __post_init__(self) -> None:
-        self._adapter = PydanticAIAdapter(self.retry_on)
-        self._unscoped = (
-            self.dispatcher.scope() if isinstance(self.dispatcher, Dispatcher) else None
-        )
         if not isinstance(self.dispatcher, Dispatcher):
             raise TypeError(
                 f"ToolguardCapability takes a toolguard Dispatcher, got {self.dispatcher!r}"
@@ -211,15 +207,34 @@ class ToolguardCapability(AbstractCapability[Any]):
             )
         self._adapter = PydanticAIAdapter(self.retry_on)
         self._unscoped = self.dispatcher.scope()  # no conversation: the same for every call
+        # the scope of the last model step seen: its calls (parallel ones too) share it,
+        # and a session is looked up once per step, not once per call
+        self._last: tuple[tuple[str | None, str | None, int], Scope] | None = None
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # not spec-serialisable: it holds a dispatcher
 
-    def _session_of(self, ctx: RunContext[Any]) -> Session | None:
+    def _scope(self, ctx: RunContext[Any]) -> Scope:
+        """The scope of a call: its conversation's model step, or the dispatcher alone.
+
+        With the default session (the conversation's), the scope of a model step is
+        found once and kept for the step's other calls; an application's own
+        ``session`` function is asked on every call, as it is documented to be."""
         if self.session is not None:
-            return self.session(ctx)
-        return conversation_session(self.dispatcher, ctx)
+            return self._step_scope(self.session(ctx), ctx)
+        key = (getattr(ctx, "conversation_id", None), ctx.run_id, ctx.run_step)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        here = self._step_scope(conversation_session(self.dispatcher, ctx), ctx)
+        self._last = (key, here)
+        return here
+
+    def _step_scope(self, session: Session | None, ctx: RunContext[Any]) -> Scope:
+        if session is None:
+            return self._unscoped
+        return session.scope(step=f"{ctx.run_id}:{ctx.run_step}")
 
     # --- every tool call -------------------------------------------------------------
 
@@ -232,12 +247,7 @@ class ToolguardCapability(AbstractCapability[Any]):
         args: ValidatedToolArgs,
         handler: WrapToolExecuteHandler,
     ) -> Any:
-        session = self._session_of(ctx)
-        here: Scope = (
-            self._unscoped
-            if session is None
-            else session.scope(step=f"{ctx.run_id}:{ctx.run_step}")
-        )
+        here = self._scope(ctx)
         if _is_adapter(tool_def):
             token = scope.set((self.dispatcher, here))
             try:
