@@ -158,22 +158,41 @@ def decision_extractor(own: CustomDataExtractor | None = None) -> CustomDataExtr
     what the tool's own extractor, ``own``, returns).
 
     When something replaced the output toolguard answered with (a tool output
-    guardrail that rejected it), the call does not ask to stop.
+    guardrail that rejected it), the call does not ask to stop. Sync, as the SDK
+    allows: the runner calls it after every call, and a coroutine would cost each
+    call its creation even where toolguard decided nothing; only an async ``own``
+    makes the answer awaitable.
     """
 
-    async def extract(data: FunctionToolCustomDataContext) -> Mapping[str, Any] | None:
+    def extract(
+        data: FunctionToolCustomDataContext,
+    ) -> Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None:
         mine = _decision(data)
         theirs = own(data) if own is not None else None
         if inspect.isawaitable(theirs):
-            theirs = await theirs
-        if mine is None:
-            return theirs
-        return {**(theirs or {}), **mine}
+            return _merged_later(theirs, mine)
+        return _merged(theirs, mine)
 
     return extract
 
 
+def _merged(
+    theirs: Mapping[str, Any] | None, mine: dict[str, Any] | None
+) -> Mapping[str, Any] | None:
+    if mine is None:
+        return theirs
+    return {**(theirs or {}), **mine}
+
+
+async def _merged_later(
+    theirs: Awaitable[Mapping[str, Any] | None], mine: dict[str, Any] | None
+) -> Mapping[str, Any] | None:
+    return _merged(await theirs, mine)
+
+
 def _decision(data: FunctionToolCustomDataContext) -> dict[str, Any] | None:
+    if not _answers:  # nothing remembered (the usual success): no weak reference made
+        return None
     answer = _answers.pop(data.tool_context, None)
     if answer is None:
         return None
