@@ -18,9 +18,10 @@ or write the tools with ``@tool`` and serve them with toolguard's schema and val
 
 * :class:`ToolguardCapability` guards every tool the agent runs (Pydantic AI's
   ``wrap_tool_execute`` hook): failures go through the dispatcher's handler chain
-  and become Pydantic AI's own outcomes; it ends the run where toolguard's
-  ``return_direct`` says (``before_model_request``); it runs the calls in the
-  conversation's :class:`~toolguard.Session`.
+  and become Pydantic AI's own outcomes; arguments that do not fit a tool's schema
+  get toolguard's answer (``on_tool_validate_error``); it ends the run where
+  toolguard's ``return_direct`` says (``before_model_request``); it runs the calls in
+  the conversation's :class:`~toolguard.Session`.
 * :func:`as_pydantic_ai_tool` turns a toolguard tool into a ``pydantic_ai.Tool``
   whose schema is toolguard's and whose arguments toolguard validates; a
   ``RunContext`` parameter gets Pydantic AI's context; Pydantic AI's own ``Tool``

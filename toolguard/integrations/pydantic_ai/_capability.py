@@ -1,6 +1,6 @@
 """``ToolguardCapability``: a Pydantic AI agent's tools under a dispatcher's policy, in place.
 
-Two of Pydantic AI's capability hooks (public API: no private name of Pydantic AI):
+Three of Pydantic AI's capability hooks (public API: no private name of Pydantic AI):
 
 * ``wrap_tool_execute`` guards every tool the agent runs that toolguard does not
   already run (plain functions, ``Tool(...)``, toolsets) through
@@ -12,8 +12,15 @@ Two of Pydantic AI's capability hooks (public API: no private name of Pydantic A
   pass; a success passes through as the tool returned it, with toolguard's
   ``return_direct`` decision. Tools made by ``as_pydantic_ai_tool`` run as they are,
   in the capability's scope (conversation and step).
+* ``on_tool_validate_error`` answers arguments that do not fit a tool's schema with
+  toolguard's words (``on_invalid_call``: the argument named, no value echoed), as the
+  ``ModelRetry`` Pydantic AI's own retry loop and budget take; a tool's own
+  ``args_validator`` asking again passes as it is.
 * ``before_model_request`` ends the run when the last round of tool returns asks to
   stop (toolguard's ``return_direct``).
+
+Unknown tool names are Pydantic AI's to answer: its ToolManager resolves a name before
+any capability hook runs.
 """
 
 from __future__ import annotations
@@ -22,9 +29,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import attrs
+from pydantic import ValidationError
 from pydantic_ai import (
     ModelRequest,
     ModelResponse,
+    ModelRetry,
     RunContext,
     SkipModelRequest,
     TextPart,
@@ -33,7 +43,11 @@ from pydantic_ai import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.capabilities.abstract import ValidatedToolArgs, WrapToolExecuteHandler
+from pydantic_ai.capabilities.abstract import (
+    RawToolArgs,
+    ValidatedToolArgs,
+    WrapToolExecuteHandler,
+)
 from pydantic_ai.messages import ModelMessage, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
@@ -46,6 +60,7 @@ from toolguard.integrations.pydantic_ai._tools import (
     RetryOn,
     answer,
     decision,
+    raise_for,
     scope,
     with_decision,
 )
@@ -172,7 +187,8 @@ class ToolguardCapability(AbstractCapability[Any]):
       is Pydantic AI's ``ModelRetry``. Pydantic AI's own signals (``ModelRetry``,
       ``ToolFailed``, ``CallDeferred``, ``ApprovalRequired``...) pass untouched, and
       so does a successful value (a ``ToolReturn`` too). Pydantic AI validates
-      these tools' arguments, as without the capability. Name the tools in
+      these tools' arguments; arguments that do not fit get toolguard's answer
+      (``on_invalid_call``) as Pydantic AI's ``ModelRetry``. Name the tools in
       ``Dispatcher(external_tools=[...])`` to give them exact-name overrides and
       ``explain``.
     * **Tools made by** ``as_pydantic_ai_tool`` already run under toolguard: they
@@ -256,6 +272,31 @@ class ToolguardCapability(AbstractCapability[Any]):
                 scope.reset(token)
         guarded = ToolCall(name=call.tool_name, arguments=call.args, id=call.tool_call_id)
         return await aguard_call(here, guarded, lambda: handler(args), self._adapter)
+
+    async def on_tool_validate_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: RawToolArgs,
+        error: ValidationError | ModelRetry,
+    ) -> ValidatedToolArgs:
+        """Arguments the model sent that do not fit the tool's schema: toolguard's answer
+        (``on_invalid_call``: the argument named, no value echoed) instead of Pydantic
+        AI's list of pydantic errors, as the ``ModelRetry`` Pydantic AI's own retry loop
+        and budget take (the tool does not run, as without the capability). A tool's
+        own ``args_validator`` asking again (``ModelRetry``) is its author's word and
+        passes as it is."""
+        if not isinstance(error, ValidationError) or _is_adapter(tool_def):
+            raise error
+        here = self._scope(ctx)
+        guarded = ToolCall(name=call.tool_name, arguments=args, id=call.tool_call_id)
+        invalid = here.invalid_arguments(guarded, error, tool_def.parameters_json_schema)
+        result = await here.afailed(guarded, invalid)
+        # a failure never ends the run from here: there is no result to stop with yet
+        raise_for(attrs.evolve(result, return_direct=False), self.retry_on)
+        raise AssertionError("an invalid call is always a failure")  # pragma: no cover
 
     # --- return_direct -----------------------------------------------------------------
 
