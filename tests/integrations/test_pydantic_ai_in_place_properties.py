@@ -243,9 +243,9 @@ async def test_pydantic_ai_itself_fails_on_the_few_cases_no_provider_sends(case_
 
 
 async def test_every_bad_call_of_the_corpus_is_answered_and_no_plain_tool_runs() -> None:
-    """Pydantic AI validates a plain tool's arguments (and answers unknown names) itself;
-    under the capability the run survives every case, each call gets an answer, the
-    tools never run and nothing is logged as hidden."""
+    """Pydantic AI answers unknown names itself and toolguard the arguments that do not
+    fit (``on_tool_validate_error``); under the capability the run survives every case,
+    each call gets an answer, the tools never run and nothing is logged as hidden."""
     ran: list[str] = []
 
     def refund(order_id: int, reason: str) -> str:
