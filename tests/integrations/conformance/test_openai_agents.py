@@ -42,6 +42,7 @@ from agents.tool_context import ToolContext
 import toolguard
 from toolguard import Dispatcher, ToolError
 from toolguard.integrations.openai_agents import as_function_tools, guard
+from toolguard.integrations.openai_agents._adapter import FORMATTER_ANSWERS_EXCEPTIONS
 from toolguard.policy._precedence import BUILTIN_MESSAGE
 
 from ..test_openai_agents_support import NO_TRACING, ScriptModel, call, outputs, run, say
@@ -389,18 +390,35 @@ async def test_the_tools_own_failure_error_function_is_kept() -> None:
     assert [text for text, _ in guarded.model_saw] == [text for text, _ in unguarded.model_saw]
 
 
-async def test_the_runs_tool_error_formatter_is_kept() -> None:
+async def test_the_runs_tool_error_formatter_is_asked_where_the_sdk_asks_it(
+    logs: list[dict[str, Any]],
+) -> None:
+    """The SDK asks the run's formatter about a tool's exception from 0.24 (before, its
+    arguments cannot even carry one): guarded, it is asked exactly where unguarded it is."""
+    asked: list[str] = []
+
     def formatter(args: ToolErrorFormatterArgs[Any]) -> str:
+        asked.append(args.kind)
         return f"{args.tool_name} failed; the app says: try later."
 
     config = RunConfig(tracing_disabled=True, tool_error_formatter=formatter)
-    unguarded, guarded = await _both(
-        lambda: [function_tool(declined)],
-        [[call("declined", {"amount": 1}, "c1")]],
-        run_config=config,
+    steps = [[call("declined", {"amount": 1}, "c1")]]
+    unguarded = await observe([function_tool(declined)], steps, run_config=config)
+    sdk_asked = list(asked)
+    guarded = await observe(
+        guard([function_tool(declined)], Dispatcher([])), steps, run_config=config
     )
-    assert unguarded.model_saw[0][0] == "declined failed; the app says: try later."
-    assert [text for text, _ in guarded.model_saw] == [text for text, _ in unguarded.model_saw]
+    assert bool(sdk_asked) == FORMATTER_ANSWERS_EXCEPTIONS  # the guard's reading of the SDK
+    assert asked == sdk_asked * 2  # guarded: asked as often, about the same kind
+    assert not [event for event in logs if event["event"] == "handler_raised"]
+    if sdk_asked:
+        assert unguarded.model_saw[0][0] == "declined failed; the app says: try later."
+        assert [text for text, _ in guarded.model_saw] == [text for text, _ in unguarded.model_saw]
+    else:  # the SDK's own default answers unguarded; toolguard's chain answers guarded
+        assert unguarded.model_saw[0][0].startswith(SDK_DEFAULT)
+        [hidden] = [event for event in logs if event["event"] == "tool_error_hidden"]
+        text, _ = guarded.model_saw[0]
+        assert hidden["error_id"] in text and SECRET not in text
 
 
 async def test_failure_error_function_none_fails_the_run_as_unguarded() -> None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -49,6 +50,13 @@ from toolguard.integrations.openai_agents._sdk import (
 __all__ = ["CallAdapter", "LetFail", "ToolGuard"]
 
 _OBJECT: Final = pydantic.TypeAdapter(dict[str, Any])
+# Whether this release's run asks its ``tool_error_formatter`` about a function tool's
+# exception (``kind="tool_exception"``, with the ``error``): from 0.24. Before, it asks
+# only about approvals and unknown tools, and its arguments have no ``error`` field; the
+# guard asks the formatter where the SDK would, and nowhere else.
+FORMATTER_ANSWERS_EXCEPTIONS: Final = "error" in {
+    field.name for field in dataclasses.fields(ToolErrorFormatterArgs)
+}
 Validate = Callable[[dict[str, Any]], object]
 
 
@@ -146,15 +154,17 @@ class CallAdapter(Adapter[ToolOutput]):
         """The tool's own ``failure_error_function`` (``None``: fail the run), else the
         run's ``tool_error_formatter`` for a tool on the SDK's default setting: the tool
         level of both chains, asked about the SDK's own exception, as the SDK asks
-        them. The SDK's ``default_tool_error_function`` is nobody's word for this tool
-        (its generic text): toolguard's chain answers instead."""
+        them (the formatter only where this release asks it, see
+        ``FORMATTER_ANSWERS_EXCEPTIONS``). The SDK's ``default_tool_error_function`` is
+        nobody's word for this tool (its generic text): toolguard's chain answers
+        instead."""
         own = failure_function(self.tool, self.ctx)
         if own is None:
             return _LET_FAIL
         if own is not default_tool_error_function:
             handler = _author(own, self)
             return ToolPolicy(on_error=handler, on_invalid_call=handler)
-        if not uses_default_failure(self.tool):
+        if not FORMATTER_ANSWERS_EXCEPTIONS or not uses_default_failure(self.tool):
             return None
         config = getattr(self.ctx, "run_config", None)
         formatter = getattr(config, "tool_error_formatter", None)
