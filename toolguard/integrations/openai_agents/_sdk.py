@@ -5,7 +5,8 @@ failure is decided inside the tool's own ``on_invoke_tool``, by the SDK's
 failure-handling invoker, before anything outside sees the exception. Guarding a tool
 in place (same object, its own failure settings kept for the SDK's own paths) needs
 the few names below. Each says why no public hook serves; ``missing()`` lists any a
-release moved, and ``tests/integrations/test_openai_agents_sdk.py`` fails loudly on it.
+release moved, and ``tests/integrations/conformance/test_openai_agents.py``
+(``test_no_private_name_of_the_sdk_moved``) fails loudly on it.
 """
 
 from __future__ import annotations
