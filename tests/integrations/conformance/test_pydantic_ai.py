@@ -489,19 +489,36 @@ def always_retry(query: str) -> str:
     raise ModelRetry("Try a different query.")
 
 
-async def test_a_tool_out_of_retries_ends_the_run_as_unguarded() -> None:
-    """Pydantic AI ends the run when a tool has used up its retries; toolguard answered
-    that error before, and the model kept calling until the request limit."""
-    observed = []
-    for capabilities in ([], [ToolguardCapability(Dispatcher([]))]):
-        seen = await observe_run(
-            [Tool(always_retry, max_retries=1)],
-            _scripted([("always_retry", {"query": "x"})], again=True),
-            capabilities,
-            usage_limits=UsageLimits(request_limit=8),
-        )
-        observed.append(seen)
-    unguarded, guarded = observed
+def count_number(number: int) -> str:
+    """Take a number."""
+    return f"got {number}"
+
+
+async def _both(
+    tools: Callable[[], list[Tool[Any]]], model: FunctionModel, **options: Any
+) -> tuple[Observation, Observation]:
+    """The same run without the capability and with it (fresh tools each)."""
+    unguarded = await observe_run(tools(), model, [], **options)
+    guarded = await observe_run(tools(), model, [ToolguardCapability(Dispatcher([]))], **options)
+    return unguarded, guarded
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [(always_retry, {"query": "x"}), (count_number, {"number": "many"})],
+    ids=["the_tool_asks_again", "the_model_sends_bad_arguments"],
+)
+async def test_a_tool_out_of_retries_ends_the_run_as_unguarded(
+    body: Callable[..., str], arguments: dict[str, Any]
+) -> None:
+    """Pydantic AI ends the run when a tool has used up its retries. toolguard answered
+    that error before, and the model kept calling until the request limit; its answer to
+    bad arguments is the ModelRetry Pydantic AI counts, so that budget holds too."""
+    unguarded, guarded = await _both(
+        lambda: [Tool(body, max_retries=1)],
+        _scripted([(body.__name__, arguments)], again=True),
+        usage_limits=UsageLimits(request_limit=8),
+    )
     assert unguarded.raised == "UnexpectedModelBehavior"
     assert guarded.raised == unguarded.raised
 
@@ -525,24 +542,7 @@ def lookup_text(query: str) -> str:
     return f"found {query}"
 
 
-# --- bad arguments: toolguard's answer inside Pydantic AI's own retry loop ------------------------
-
-
-async def test_bad_arguments_keep_pydantic_ais_retry_budget() -> None:
-    """toolguard answers bad arguments from on_tool_validate_error with a ModelRetry, so
-    Pydantic AI counts them as before: a model that keeps sending them ends the run."""
-    observed = []
-    for capabilities in ([], [ToolguardCapability(Dispatcher([]))]):
-        seen = await observe_run(
-            [Tool(count_number, max_retries=1)],
-            _scripted([("count_number", {"number": "many"})], again=True),
-            capabilities,
-            usage_limits=UsageLimits(request_limit=8),
-        )
-        observed.append(seen)
-    unguarded, guarded = observed
-    assert unguarded.raised == "UnexpectedModelBehavior"
-    assert guarded.raised == unguarded.raised
+# --- a tool's own args_validator ----------------------------------------------------------------
 
 
 async def test_a_tools_own_args_validator_retry_passes_as_its_author_wrote_it() -> None:
@@ -550,19 +550,9 @@ async def test_a_tools_own_args_validator_retry_passes_as_its_author_wrote_it() 
         if number % 2:
             raise ModelRetry("Send an even number.")
 
-    observed = []
-    for capabilities in ([], [ToolguardCapability(Dispatcher([]))]):
-        seen = await observe_run(
-            [Tool(count_number, args_validator=only_even)],
-            _scripted([("count_number", {"number": 3})]),
-            capabilities,
-        )
-        observed.append(seen)
-    unguarded, guarded = observed
+    unguarded, guarded = await _both(
+        lambda: [Tool(count_number, args_validator=only_even)],
+        _scripted([("count_number", {"number": 3})]),
+    )
     assert unguarded.model_saw == [("Send an even number.", True)]
     assert guarded == unguarded
-
-
-def count_number(number: int) -> str:
-    """Take a number."""
-    return f"got {number}"
