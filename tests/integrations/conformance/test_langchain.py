@@ -131,7 +131,13 @@ def table_run(scenario: Scenario) -> Run:
     if scenario.name != "state":
         return Run(tools, _script(scenario.calls), counted)
     bump = Bump()
-    return Run([bump], _script(scenario.calls), counted, state=lambda: bump.calls)
+    # one call a step: ToolNode runs one step's sync calls on a thread pool, so which
+    # call is "call 1" would be the scheduler's choice (the scenario is about the state)
+    script = [
+        AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{i}"}])
+        for i, (name, args) in enumerate(scenario.calls)
+    ]
+    return Run([bump], [*script, AIMessage("done")], counted, state=lambda: bump.calls)
 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
