@@ -23,7 +23,7 @@ import secrets
 from typing import Any, Literal
 
 from agents import function_tool
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
@@ -74,6 +74,9 @@ def leaky_tools(way: Way, is_async: bool, plan: Plan, secret: str, raised: list[
 
 @PROFILE
 @given(plan=plans(), is_async=st.booleans(), way=st.sampled_from(["in_place", "adapter"]))
+# the SDK's own report of a handled failure reads str(error) (before 0.23 always): an
+# exception refusing it once replaced toolguard's answer with the SDK's default text
+@example(plan=Plan(kind="str_raises", extras=frozenset()), is_async=False, way="in_place")
 def test_a_secret_in_any_part_of_a_tools_exception_never_reaches_the_model(
     plan: Plan, is_async: bool, way: Way
 ) -> None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any, Final
@@ -136,8 +137,11 @@ class CallAdapter(Adapter[ToolOutput]):
 
     def answer(self, call: ToolCall, result: ToolResult) -> ToolOutput:
         if self.error is not None and self.invoker.sdk_handles:
-            # the SDK reports a failure its tool answered (its log, the tool span's error)
-            report_handled(self.invoker, self.error, self.arguments, self.ctx)
+            # the SDK reports a failure its tool answered (its log, the tool span's error);
+            # the report reads str(error) (before 0.23 always), which an exception may
+            # refuse: toolguard's answer stands, its hidden cause is already logged
+            with contextlib.suppress(Exception):
+                report_handled(self.invoker, self.error, self.arguments, self.ctx)
             if uses_default_failure(self.tool):
                 mark_answered_by_default(self.ctx)
         output = output_of(result)
