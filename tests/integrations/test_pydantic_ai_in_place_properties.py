@@ -152,7 +152,12 @@ def test_a_hidden_cause_of_a_plain_tool_never_reaches_the_model_and_is_logged_on
         if key not in raised:  # the run failed before this call ran
             assert failed is not None
             continue
-        [event] = events_mentioning(events, secret)
+        mentioning = events_mentioning(events, secret)
+        if not mentioning and failed is not None and failed.call_id != key:
+            # it ran (a sync tool, on a thread) but a sibling failed the run first:
+            # Pydantic AI cancelled its task, so it was never answered, nor logged
+            continue
+        [event] = mentioning
         assert event["event"] in ("tool_error_hidden", "tool_call_failed")
         assert event["exc_info"] is raised[key]
         assert event["call_id"] == key
