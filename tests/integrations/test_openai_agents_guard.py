@@ -581,3 +581,44 @@ async def test_the_bad_input_corpus_gets_toolguards_bounded_answers_in_place(log
             accepted += 1  # the SDK's own validation took it (it ignores extra arguments)
     assert len(ran) == accepted
     assert logs == []
+
+
+# --- what guard() refuses where it is called (issue 30, point 8) ------------------------
+
+
+def _plain(order_id: int) -> str:
+    return f"order {order_id}"
+
+
+def test_guard_refuses_an_agent_where_the_dispatcher_goes() -> None:
+    from agents import Agent
+
+    tools: list[AgentsTool] = [function_tool(_plain)]
+    with pytest.raises(TypeError) as raised:
+        guard(tools, Agent(name="shop", tools=tools))  # type: ignore[arg-type]  # the mistake
+    message = str(raised.value)
+    assert "guard(tools, dispatcher) takes a toolguard Dispatcher, got Agent" in message
+    assert "Agent(..., tools=guard(tools, Dispatcher(" in message
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (lambda: function_tool(_plain), "got FunctionTool: pass the agent's tools as a list"),
+        (lambda: "lookup", "got str"),
+        (lambda: [_plain], "item 0 is function"),
+        (lambda: [function_tool(_plain), 3], "item 1 is int"),
+    ],
+    ids=["one tool", "a name", "a plain function", "a number"],
+)
+def test_guard_refuses_what_is_not_a_list_of_sdk_tools(given: Any, said: str) -> None:
+    with pytest.raises(TypeError) as raised:
+        guard(given(), Dispatcher([]))
+    assert said in str(raised.value)
+    assert "decorate it with @function_tool" in str(raised.value)
+
+
+def test_guard_keeps_hosted_tools_in_the_list_unguarded() -> None:
+    hosted = WebSearchTool()
+    tools = guard([function_tool(_plain), hosted], Dispatcher([]))
+    assert tools[1] is hosted

@@ -23,6 +23,7 @@ from agents import Tool as AgentsTool
 from agents.tool_context import ToolContext
 
 from toolguard import Dispatcher, ToolCall, ToolCallFailed
+from toolguard.integrations._common import the_dispatcher, the_tools
 from toolguard.integrations.inplace import aguard_call
 from toolguard.integrations.openai_agents._adapter import CallAdapter, LetFail, ToolGuard
 from toolguard.integrations.openai_agents._outputs import decision_extractor
@@ -154,11 +155,30 @@ def guard(
     the last ``guard()`` (to guard one tool by two dispatchers, guard a
     ``copy.copy(tool)``).
     """
-    listed = list(tools)
+    dispatcher = the_dispatcher(
+        dispatcher,
+        entry="guard(tools, dispatcher)",
+        instead="guard the agent's tools before building it, "
+        "Agent(..., tools=guard(tools, Dispatcher([], external_tools=[...])))",
+    )
+    listed: list[AgentsTool] = the_tools(
+        tools,
+        _an_sdk_tool,
+        entry="guard(tools, dispatcher)",
+        what="the Agents SDK's tools (a plain function: decorate it with @function_tool)",
+    )
     for tool in listed:
         if isinstance(tool, FunctionTool):
             _guard_one(tool, dispatcher, session)
     return listed
+
+
+def _an_sdk_tool(item: object) -> bool:
+    """One of the SDK's tools (a function, hosted, computer or shell tool: each has a
+    ``name``), not a plain function, a class or a name."""
+    return (
+        not isinstance(item, str | type) and hasattr(item, "name") and not inspect.isfunction(item)
+    )
 
 
 def _guard_one(tool: FunctionTool, dispatcher: Dispatcher, source: SessionSource | None) -> None:
