@@ -494,8 +494,12 @@ async def test_without_a_dispatcher_the_global_defaults_guard_every_tool(logs: L
 
 
 def test_the_capability_refuses_what_it_cannot_use() -> None:
-    with pytest.raises(TypeError, match="takes a toolguard Dispatcher"):
-        ToolguardCapability(dispatcher="guard")  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as raised:
+        ToolguardCapability(dispatcher=[lookup_order])  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "ToolguardCapability(dispatcher) takes a toolguard Dispatcher, got list" in message
+    assert "capabilities=[ToolguardCapability(Dispatcher([], external_tools=" in message
+    assert "function" not in message  # the rejected object's repr is not printed
     with pytest.raises(ValueError, match="retry_on='always'"):
         ToolguardCapability(retry_on="always")  # type: ignore[arg-type]
 

@@ -53,7 +53,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
 from toolguard import Dispatcher, Scope, Session, ToolCall, ToolResult
-from toolguard.integrations._common import any_agent
+from toolguard.integrations._common import any_agent, the_dispatcher
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.pydantic_ai._tools import (
     METADATA_KEY,
@@ -213,10 +213,12 @@ class ToolguardCapability(AbstractCapability[Any]):
     retry_on: RetryOn = "feedback"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.dispatcher, Dispatcher):
-            raise TypeError(
-                f"ToolguardCapability takes a toolguard Dispatcher, got {self.dispatcher!r}"
-            )
+        the_dispatcher(
+            self.dispatcher,
+            entry="ToolguardCapability(dispatcher)",
+            instead="Agent(model, tools=tools, capabilities=[ToolguardCapability("
+            "Dispatcher([], external_tools=[...]))])",
+        )
         if self.retry_on not in ("feedback", "visible"):
             raise ValueError(
                 f"retry_on={self.retry_on!r} is not allowed; use 'feedback' or 'visible'"
