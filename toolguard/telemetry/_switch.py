@@ -1,20 +1,20 @@
 """Whether telemetry is on, and the OpenTelemetry objects it uses.
 
 ``configure(telemetry=..., record_exception=...)`` sets the process-wide switch
-(:data:`on`); an agent's own ``Dispatcher(telemetry=...)`` is :data:`ON` or :data:`OFF`.
-A hook reads one ``.on`` when telemetry is off, and ``opentelemetry`` is imported only
-when it is first turned on (:class:`Otel`).
+(:data:`on`, and :data:`CONFIGURED` with it); an agent's own ``Dispatcher(telemetry=...)``
+is :data:`ON` or :data:`OFF`. A hook reads one ``.on`` when telemetry is off, and
+``opentelemetry`` is imported only when it is first turned on (:class:`Otel`).
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from toolguard.errors import InvalidOption
 
 __all__ = [
     "OFF",
+    "CONFIGURED",
     "ON",
     "RECORD_EXCEPTION_MODES",
     "Otel",
@@ -99,12 +99,12 @@ def configure(telemetry: bool | None, record_exception: RecordException | None) 
     if record_exception is not None:
         record = record_exception
     if telemetry is not None:
-        on = telemetry
+        on = CONFIGURED.on = telemetry
 
 
 class Switch:
-    """An agent's own telemetry switch: its ``on`` is read as the module's is (the
-    runner holds this module itself when the agent follows ``configure()``)."""
+    """A telemetry switch: an agent's own (:data:`ON`, :data:`OFF`), or the process-wide
+    one (:data:`CONFIGURED`) that an agent following ``configure()`` holds."""
 
     __slots__ = ("on",)
 
@@ -114,19 +114,24 @@ class Switch:
 
 ON: Final = Switch(True)
 OFF: Final = Switch(False)
+CONFIGURED: Final = Switch(False)
+"""The process-wide switch as an object: what an agent that follows ``configure()``
+reads, kept equal to :data:`on` by :func:`configure` and :func:`reset` (an object of
+this module's own, not the module looked up in ``sys.modules``: a durable engine's
+sandbox keeps a ``sys.modules`` of its own)."""
 
 
 class Switched(Protocol):
-    """What reads as telemetry on or off: a :class:`Switch`, or this module."""
+    """What reads as telemetry on or off: a :class:`Switch`."""
 
     on: bool
 
 
 def switch(telemetry: bool | None) -> Switched:
-    """What an agent reads ``.on`` of: this module (``None``: as ``configure()`` says),
-    :data:`ON` or :data:`OFF`. One attribute more than the module's own read."""
+    """What an agent reads ``.on`` of: :data:`CONFIGURED` (``None``: as ``configure()``
+    says), :data:`ON` or :data:`OFF`."""
     if telemetry is None:
-        return sys.modules[__name__]
+        return CONFIGURED
     return ON if telemetry else OFF
 
 
@@ -140,7 +145,8 @@ def start() -> None:
 def reset() -> None:
     """Telemetry off, ``record_exception="type"`` (``reset_defaults()``)."""
     global on, record
-    on, record = False, "type"
+    on = CONFIGURED.on = False
+    record = "type"
 
 
 def settings() -> dict[str, Any]:
