@@ -11,11 +11,13 @@ core's side of the contract.
 from __future__ import annotations
 
 import sys
+import threading
+from typing import NoReturn
 
 import pytest
 
 import toolguard
-from toolguard import Dispatcher, ToolCall, tool
+from toolguard import Breaker, Dispatcher, ToolCall, tool
 
 from ._otel import attributes, install, tool_spans
 
@@ -38,3 +40,21 @@ def test_an_agent_follows_configure_without_its_module_in_sys_modules(
     toolguard.configure(telemetry=False)
     agent.dispatch(ToolCall(name="add", arguments={"a": 1, "b": 2}, id="c2"))
     assert [attributes(span)["gen_ai.tool.call.id"] for span in tool_spans()] == ["c1"]
+
+
+def test_making_a_dispatcher_and_its_sessions_makes_no_lock_through_threading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Temporal's sandbox refuses ``threading.Lock()`` in workflow code: a workflow that
+    makes a dispatcher, opens sessions and runs calls takes no lock from ``threading``."""
+
+    def refused(*args: object, **kwargs: object) -> NoReturn:
+        raise AssertionError("threading.Lock() called")
+
+    monkeypatch.setattr(threading, "Lock", refused)
+    monkeypatch.setattr(threading, "RLock", refused)
+    agent = Dispatcher([add], breaker=Breaker(failures=2))
+    for session in (agent.session(), agent.session(id="conversation-1")):
+        result = session.dispatch(ToolCall(name="add", arguments={"a": 1, "b": 2}, id="c1"))
+        assert result.content == "3"
+        assert session.state("add").consecutive_failures == 0

@@ -15,12 +15,12 @@ failure is :class:`~toolguard.guard._failure.Failure`'s.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 import attrs
 
+from toolguard._engine import new_lock
 from toolguard._suggest import Names, did_you_mean
 from toolguard._text import NAME_LIMIT
 from toolguard._values import Content, ToolCall, ToolResult
@@ -112,7 +112,7 @@ class Guard:
         self.telemetry = _switch.switch(telemetry)  # .on: whether to trace now
         self.names = tuple(tools)
         self._names = Names(self.names)
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # not threading.Lock(): a workflow may make a dispatcher
         self._overrides = self._read_overrides(policies, tools)
         self._agent = tuple(
             Layer("agent", p.defaults, p.source) for p in policies if not p.defaults.is_empty()

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from toolguard._engine import new_lock
 from toolguard._logging import emit
 from toolguard.errors import ToolUnavailable
 
@@ -72,7 +73,7 @@ class Pools:
     def __init__(self, max_workers: int, max_abandoned: int = 4) -> None:
         self.max_workers = max_workers
         self.max_abandoned = max_abandoned
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # not threading.Lock(): a workflow may make a dispatcher
         self._rounds: ThreadPoolExecutor | None = None
         self._abandoned: dict[str, int] = {}
         self._runaway: set[asyncio.Task[Any]] = set()  # kept alive until they end

@@ -4,11 +4,12 @@ thread id, an MCP session id) while it is in use, forgotten when left idle."""
 from __future__ import annotations
 
 import builtins
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final, Generic, TypeVar
+
+from toolguard._engine import new_lock
 
 __all__ = ["MAX_SESSIONS", "SESSION_TTL", "Sessions"]
 
@@ -23,7 +24,7 @@ class Sessions(Generic[S]):
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # not threading.Lock(): a workflow may make a dispatcher
         self._by_id: OrderedDict[str | tuple[int, str], tuple[S, float]] = OrderedDict()
 
     def get(self, id: str, make: Callable[[], S], store: object = None) -> S:

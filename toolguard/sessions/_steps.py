@@ -10,13 +10,13 @@ process. Safe to use from many threads and tasks at once.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 import attrs
 
+from toolguard._engine import new_lock
 from toolguard._logging import emit
 from toolguard.errors import RetryWithFeedback
 from toolguard.policy._precedence import Resolved
@@ -160,7 +160,7 @@ class SessionState:
 
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock or time.monotonic
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # not threading.Lock(): a workflow may open a session
         self._tools: dict[str, Record] = {}
         self._steps = itertools.count(1)
 
