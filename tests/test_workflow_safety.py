@@ -10,9 +10,10 @@ core's side of the contract.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -58,3 +59,31 @@ def test_making_a_dispatcher_and_its_sessions_makes_no_lock_through_threading(
         result = session.dispatch(ToolCall(name="add", arguments={"a": 1, "b": 2}, id="c1"))
         assert result.content == "3"
         assert session.state("add").consecutive_failures == 0
+
+
+def test_importing_toolguard_and_a_success_import_neither_structlog_nor_rich() -> None:
+    """structlog imports rich (where installed), whose import calls a global random
+    function Temporal's sandbox refuses: toolguard imports structlog when it first logs."""
+    code = (
+        "import sys, toolguard\n"
+        "def echo(a: int) -> int:\n"
+        "    return a\n"
+        "agent = toolguard.Dispatcher([echo])\n"
+        "result = agent.dispatch(toolguard.ToolCall(name='echo', arguments={'a': 1}))\n"
+        "assert result.content == '1'\n"
+        "print(sorted({'structlog', 'rich'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_first_event_imports_structlog_and_is_logged(logs: list[dict[str, Any]]) -> None:
+    @tool
+    def broken() -> None:
+        raise ValueError("db-password=hunter2")
+
+    result = Dispatcher([broken]).dispatch(ToolCall(name="broken", id="c1"))
+    [event] = logs
+    assert event["event"] == "tool_error_hidden" and event["error_id"] == result.error_id

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import pydantic_core
-import structlog
 
 from toolguard._marks import read_marker
 from toolguard._text import normalised, utf8
@@ -34,13 +33,25 @@ REDACTED = "[redacted]"
 _MAX_DEPTH = 20
 
 
-_LOGGER: Any = structlog.get_logger("toolguard")
+_LOGGER: Any = None
 
 
 def logger() -> Any:
     """The toolguard logger: a lazy proxy, so the app's current config always applies
-    (unless the app's ``cache_logger_on_first_use=True`` froze it: see :func:`renewed`)."""
-    return _LOGGER
+    (unless the app's ``cache_logger_on_first_use=True`` froze it: see :func:`renewed`).
+
+    structlog is imported when the first event is logged, not when toolguard is: it
+    imports ``rich`` where that is installed, whose import calls a global random
+    function that Temporal's workflow sandbox refuses (a workflow importing toolguard
+    failed validation).
+    """
+    global _LOGGER
+    found = _LOGGER
+    if found is None:
+        import structlog
+
+        found = _LOGGER = structlog.get_logger("toolguard")
+    return found
 
 
 @contextlib.contextmanager
@@ -51,6 +62,8 @@ def renewed() -> Iterator[None]:
     keeps the pipeline of its first use for good, so a later ``structlog.configure()``
     (``toolguard.testing.capture_events``) would never see toolguard's events.
     """
+    import structlog  # as in logger(): on first use
+
     global _LOGGER
     previous = _LOGGER
     _LOGGER = structlog.get_logger("toolguard")
