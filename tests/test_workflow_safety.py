@@ -10,15 +10,27 @@ core's side of the contract.
 
 from __future__ import annotations
 
+import contextvars
+import random
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, NoReturn
 
 import pytest
 
 import toolguard
-from toolguard import Breaker, Dispatcher, ToolCall, tool
+from toolguard import (
+    Breaker,
+    Dispatcher,
+    ToolCall,
+    ToolDefinitionError,
+    WorkflowRuntime,
+    register_workflow_runtime,
+    tool,
+)
+from toolguard.stores import MemoryStore
 
 from ._otel import attributes, install, tool_spans
 
@@ -87,3 +99,117 @@ def test_the_first_event_imports_structlog_and_is_logged(logs: list[dict[str, An
     result = Dispatcher([broken]).dispatch(ToolCall(name="broken", id="c1"))
     [event] = logs
     assert event["event"] == "tool_error_hidden" and event["error_id"] == result.error_id
+
+
+# --- a durable engine's workflow code: the runtime it registers ---------------------------
+
+
+class FakeRuntime:
+    """A workflow run as an engine would present it: seeded randomness, a clock that
+    moves only when told, a replay flag, the run's own state."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.random = random.Random(seed)
+        self.time = 1000.0
+        self.replay = False
+        self.kept: dict[Any, Any] = {}
+
+    def error_id(self) -> str:
+        return f"{self.random.getrandbits(32):08x}"
+
+    def now(self) -> float:
+        return self.time
+
+    def log(self, emit: Callable[[], None]) -> None:
+        if not self.replay:
+            emit()
+
+    def sessions(self) -> MutableMapping[Any, Any]:
+        return self.kept
+
+
+_RUNNING: contextvars.ContextVar[FakeRuntime | None] = contextvars.ContextVar(
+    "fake_workflow", default=None
+)
+register_workflow_runtime(_RUNNING.get)
+
+
+@pytest.fixture
+def workflow() -> Iterator[FakeRuntime]:
+    """The test's body runs as workflow code of a fake engine."""
+    runtime = FakeRuntime()
+    token = _RUNNING.set(runtime)
+    yield runtime
+    _RUNNING.reset(token)
+
+
+@tool
+def leaky() -> None:
+    raise ValueError("db-password=hunter2")
+
+
+def test_the_fake_is_a_workflow_runtime() -> None:
+    assert isinstance(FakeRuntime(), WorkflowRuntime)
+
+
+def test_in_workflow_code_error_ids_come_from_the_engine_and_a_replay_logs_nothing(
+    workflow: FakeRuntime, logs: list[dict[str, Any]]
+) -> None:
+    agent = Dispatcher([leaky])
+    first = agent.dispatch(ToolCall(name="leaky", id="c1"))
+    assert first.error_id == f"{random.Random(7).getrandbits(32):08x}"
+    [event] = logs
+    assert event["event"] == "tool_error_hidden" and event["error_id"] == first.error_id
+    # the engine replays the same code: the same id, the same answer, no second event
+    replay = FakeRuntime()
+    replay.replay = True
+    token = _RUNNING.set(replay)
+    try:
+        again = agent.dispatch(ToolCall(name="leaky", id="c1"))
+    finally:
+        _RUNNING.reset(token)
+    assert again == first
+    assert len(logs) == 1
+
+
+def test_a_workflow_session_reads_the_engines_clock(workflow: FakeRuntime) -> None:
+    agent = Dispatcher([leaky], breaker=Breaker(failures=1, cooldown=30))
+    session = agent.session()
+    session.dispatch(ToolCall(name="leaky"))
+    assert session.state("leaky").open_until == 1030.0
+    assert session.dispatch(ToolCall(name="leaky")).error_kind == "unavailable"
+    workflow.time += 30  # only the engine's clock moves the breaker on
+    assert session.dispatch(ToolCall(name="leaky")).error_kind == "hidden"
+
+
+def test_named_sessions_live_in_the_workflow_run_not_in_the_process(
+    workflow: FakeRuntime,
+) -> None:
+    agent = Dispatcher([leaky], breaker=Breaker(failures=1))
+    session = agent.session(id="conversation-1")
+    assert agent.session(id="conversation-1") is session  # found again in the run
+    session.dispatch(ToolCall(name="leaky"))
+    assert list(workflow.kept.values()) == [session]
+    other_run = FakeRuntime()
+    token = _RUNNING.set(other_run)
+    try:  # another run (or the replay of this one) starts from its own state
+        assert agent.session(id="conversation-1").state("leaky").consecutive_failures == 0
+    finally:
+        _RUNNING.reset(token)
+
+
+def test_a_store_outside_the_workflow_is_refused_in_workflow_code(workflow: FakeRuntime) -> None:
+    class Remote:
+        name = "redis"
+        on_unavailable = "fail-open"
+
+        def open(self, id: str | None, **kwargs: Any) -> Any:
+            raise AssertionError("never opened")
+
+        def describe(self) -> str:
+            return "redis"
+
+    agent = Dispatcher([leaky])
+    with pytest.raises(ToolDefinitionError, match="workflow's own state"):
+        agent.session(id="c", store=Remote())
+    assert agent.session(store=MemoryStore()).state("leaky").consecutive_failures == 0

@@ -7,6 +7,7 @@ hidden and logged (once, with an error id), and whether the agent loop stops.
 from typing import TYPE_CHECKING, Any
 
 from toolguard._dispatcher import Dispatcher
+from toolguard._engine import WorkflowRuntime, register_workflow_runtime
 from toolguard._scope import Scope
 from toolguard._session import Session
 from toolguard._tool import BoundTool, Tool, tool
@@ -71,11 +72,13 @@ __all__ = [
     "UNSET",
     "UnknownTool",
     "VisibleToModel",
+    "WorkflowRuntime",
     "__version__",
     "configure",
     "get_config",
     "load_policy",
     "register_control_flow",
+    "register_workflow_runtime",
     "reset_defaults",
     "tool",
 ]

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from typing_extensions import Unpack
 
+from toolguard import _engine
 from toolguard._misuse import check_calls, check_tools, not_a_call
 from toolguard._scope import Scope
 from toolguard._session import Session
@@ -219,6 +220,11 @@ class Dispatcher:
         breakers live (``toolguard.stores``): process memory by default, or a
         ``RedisStore`` shared by a fleet (then another process finds the same
         conversation by its ``id``; see ``docs/fleet.md``).
+
+        In a durable engine's workflow code (``docs/durable.md``) a session lives in the
+        workflow run's own state, on the engine's clock, so that a replay decides as the
+        first run did: a named one is found again within that run only, and a store
+        outside the workflow is refused.
         """
         if id is not None and (not isinstance(id, str) or not id):
             raise InvalidOption(f"session(id=...) takes a non-empty str, got {id!r}")
@@ -231,6 +237,9 @@ class Dispatcher:
             store = self._policy_store()  # a policy file's store = "redis://..."
         if store is not None and store.name == "memory":
             store = None  # the default: today's in-process state
+        runtime = _engine.current()
+        if runtime is not None:
+            return self._workflow_session(runtime, id, clock, store)
         if id is None:
             return Session(self._runner, self._rounds, clock=clock, store=store)
         return self._sessions.get(
@@ -238,6 +247,30 @@ class Dispatcher:
             lambda: Session(self._runner, self._rounds, id=id, clock=clock, store=store),
             store,
         )
+
+    def _workflow_session(
+        self,
+        runtime: _engine.WorkflowRuntime,
+        id: str | None,
+        clock: Callable[[], float] | None,
+        store: Opens | None,
+    ) -> Session:
+        """A session of a durable engine's workflow run: in its state, on its clock."""
+        if store is not None:
+            raise ToolDefinitionError(
+                f"session(): in workflow code a session's budgets and breakers live in the "
+                f"workflow's own state, which the engine replays; a {store.name} store is "
+                "outside it and would answer differently on replay. Open the session "
+                "without a store there (docs/durable.md)."
+            )
+        clock = clock or runtime.now
+        if id is None:
+            return Session(self._runner, self._rounds, clock=clock)
+        kept = runtime.sessions()
+        session: Session | None = kept.get((self, id))
+        if session is None:
+            session = kept[(self, id)] = Session(self._runner, self._rounds, id=id, clock=clock)
+        return session
 
     def _policy_store(self) -> Opens:
         """The store a policy file names, made on first use (``toolguard.stores``)."""

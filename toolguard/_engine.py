@@ -1,16 +1,77 @@
-"""Durable engines' workflow code: what toolguard does differently there.
+"""Durable engines' workflow code: what toolguard takes from the engine there.
 
-Temporal runs workflow code in a sandbox that refuses, at run time, threads, locks
-made through ``threading``, the system clock and the global random functions. A
+Temporal and DBOS run workflow code again when they replay a history or recover a
+workflow, and it must then decide exactly what it decided the first time; Temporal
+also runs it in a sandbox that refuses threads, locks made through ``threading``, the
+system clock and the global random functions. An integration registers how to find its
+engine's workflow code (:func:`register_workflow_runtime`); while a
+:class:`WorkflowRuntime` is current, toolguard takes from it:
+
+* error ids (the engine's deterministic randomness): the same id on replay;
+* how to log an event once: not again when the engine replays the code that logged it;
+* the time a session's breakers read (the engine's clock), and where named sessions
+  live (the workflow run's own state, not the process).
+
+Outside workflow code (no runtime current, the common case) nothing changes. A
 dispatcher or session made in workflow code takes its locks from :func:`new_lock`.
 """
 
 from __future__ import annotations
 
 import _thread
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["new_lock"]
+__all__ = ["WorkflowRuntime", "current", "new_lock", "register_workflow_runtime"]
+
+
+@runtime_checkable
+class WorkflowRuntime(Protocol):
+    """What toolguard needs of a durable engine while workflow code runs."""
+
+    def error_id(self) -> str:
+        """A new error id (8 hex digits) from the engine's deterministic randomness."""
+        ...
+
+    def now(self) -> float:
+        """The engine's clock, in seconds (what a session's breakers read)."""
+        ...
+
+    def log(self, emit: Callable[[], None]) -> None:
+        """Log one event (``emit()`` does) exactly once: not while the engine replays
+        code that already logged it (Temporal), or in a step of its own that the engine
+        records (DBOS)."""
+        ...
+
+    def sessions(self) -> MutableMapping[Any, Any]:
+        """Where this workflow run keeps the named sessions it opens."""
+        ...
+
+
+Find = Callable[[], "WorkflowRuntime | None"]
+
+_finders: tuple[Find, ...] = ()
+
+
+def register_workflow_runtime(find: Find) -> None:
+    """Register how to find a durable engine's workflow code: ``find()`` returns the
+    :class:`WorkflowRuntime` while workflow code runs, ``None`` elsewhere. It must be
+    cheap: it is asked when a failure is answered, an event logged, a session opened.
+    Registering the same function twice is harmless."""
+    global _finders
+    if not callable(find):
+        raise TypeError(f"register_workflow_runtime() takes a function, got {find!r}")
+    if find not in _finders:
+        _finders = (*_finders, find)
+
+
+def current() -> WorkflowRuntime | None:
+    """The runtime of the workflow code running now, or ``None`` (not in a workflow)."""
+    for find in _finders:
+        runtime = find()
+        if runtime is not None:
+            return runtime
+    return None
 
 
 def new_lock() -> Any:

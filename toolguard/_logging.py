@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import pydantic_core
 
+from toolguard import _engine
 from toolguard._marks import read_marker
 from toolguard._text import normalised, utf8
 
@@ -107,8 +108,12 @@ def new_error_id() -> str:
     """A short random id (8 hex digits) that the model's message can quote.
 
     Unique enough to find one event among a day's logs; not a secret (it is sent
-    to the model), so a fast non-cryptographic generator serves.
+    to the model), so a fast non-cryptographic generator serves. In a durable engine's
+    workflow code, the engine's deterministic randomness draws it (the same id on replay).
     """
+    runtime = _engine.current()
+    if runtime is not None:
+        return runtime.error_id()
     return f"{_ids.getrandbits(32):08x}"
 
 
@@ -376,11 +381,21 @@ def emit(log_level: str, event: str, fields: dict[str, Any] | None = None, /, **
     """Log one event at ``log_level``; a failing logging pipeline never breaks a call.
 
     ``fields`` is a ready dict (the failure path builds one); ``more`` are keywords.
+    In a durable engine's workflow code the engine logs it, once: not again when it
+    replays that code (``WorkflowRuntime.log``).
     """
     if fields is None:
         fields = more
     elif more:
         fields = {**fields, **more}
+    runtime = _engine.current()
+    if runtime is not None:
+        runtime.log(functools.partial(_emit, log_level, event, fields))
+        return
+    _emit(log_level, event, fields)
+
+
+def _emit(log_level: str, event: str, fields: dict[str, Any]) -> None:
     try:
         getattr(logger(), log_level)(event, **fields)
     except Exception:  # noqa: BLE001 - the application's pipeline may raise anything
