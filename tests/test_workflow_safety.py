@@ -23,8 +23,11 @@ import pytest
 import toolguard
 from toolguard import (
     Breaker,
+    ControlFlow,
     Dispatcher,
+    RemoteFailure,
     ToolCall,
+    ToolCallFailed,
     ToolDefinitionError,
     WorkflowRuntime,
     register_workflow_runtime,
@@ -127,6 +130,17 @@ class FakeRuntime:
     def sessions(self) -> MutableMapping[Any, Any]:
         return self.kept
 
+    def crossed(self, error: Exception, tool: str) -> Exception:
+        return error.carried if isinstance(error, EngineWrapper) else error
+
+
+class EngineWrapper(Exception):
+    """An engine's wrapper around a failure that crossed back (an activity's error)."""
+
+    def __init__(self, carried: Exception) -> None:
+        super().__init__("activity task failed")
+        self.carried = carried
+
 
 _RUNNING: contextvars.ContextVar[FakeRuntime | None] = contextvars.ContextVar(
     "fake_workflow", default=None
@@ -213,3 +227,83 @@ def test_a_store_outside_the_workflow_is_refused_in_workflow_code(workflow: Fake
     with pytest.raises(ToolDefinitionError, match="workflow's own state"):
         agent.session(id="c", store=Remote())
     assert agent.session(store=MemoryStore()).state("leaky").consecutive_failures == 0
+
+
+# --- failures answered where the tool ran ------------------------------------------------
+
+
+def test_a_remote_failure_is_answered_as_it_crossed_and_logged_nowhere_here(
+    logs: list[dict[str, Any]],
+) -> None:
+    agent = Dispatcher([], external_tools=["charge"], on_error="never asked")
+    call = ToolCall(name="charge", id="c1")
+    hidden = RemoteFailure(
+        "The tool 'charge' failed (error id 0badc0de).",
+        error_type="ValueError",
+        error_id="0badc0de",
+    )
+    result = agent.handle_error(call, hidden)
+    assert (result.content, result.error_id, result.error_kind) == (
+        "The tool 'charge' failed (error id 0badc0de).",
+        "0badc0de",
+        "hidden",
+    )
+    visible = agent.handle_error(call, RemoteFailure("No such order.", error_type="ToolError"))
+    assert (visible.content, visible.error_id, visible.error_kind) == (
+        "No such order.",
+        None,
+        "visible",
+    )
+    assert logs == []
+
+
+def test_a_hidden_remote_failure_counts_for_the_breaker_and_a_visible_one_does_not() -> None:
+    agent = Dispatcher([], external_tools=["charge"], breaker=Breaker(failures=2))
+    session = agent.session()
+    call = ToolCall(name="charge")
+    session.handle_error(call, RemoteFailure("failed", error_type="OSError", error_id="00000001"))
+    assert session.state("charge").consecutive_failures == 1
+    session.handle_error(call, RemoteFailure("No such order.", error_type="ToolError"))
+    assert session.state("charge").consecutive_failures == 0
+    for kind in ("timeout", "arguments", "unavailable"):
+        result = session.handle_error(
+            call, RemoteFailure("said so", error_type="ToolError", error_kind=kind)
+        )
+        assert result.error_kind == kind
+    # a timeout counts; the model's arguments and an open breaker change nothing
+    assert session.state("charge").consecutive_failures == 1
+
+
+async def test_in_workflow_code_an_engines_wrapper_is_seen_through(workflow: FakeRuntime) -> None:
+    agent = Dispatcher([], external_tools=["charge"])
+    call = ToolCall(name="charge", id="c1")
+    carried = RemoteFailure("Card declined.", error_type="ValueError", error_id="12345678")
+    for result in (
+        agent.handle_error(call, EngineWrapper(carried)),
+        await agent.ahandle_error(call, EngineWrapper(carried)),
+    ):
+        assert (result.content, result.error_id) == ("Card declined.", "12345678")
+
+
+def test_a_crossed_tool_call_failed_or_control_flow_propagates(workflow: FakeRuntime) -> None:
+    agent = Dispatcher([], external_tools=["charge"])
+    call = ToolCall(name="charge", id="c1")
+    failed = ToolCallFailed("failed", tool="charge", call_id="c1", error_id="12345678")
+    with pytest.raises(ToolCallFailed) as raised:
+        agent.handle_error(call, EngineWrapper(failed))
+    assert raised.value is failed
+    signal = ControlFlow()
+    with pytest.raises(ControlFlow) as stopped:
+        agent.handle_error(call, EngineWrapper(signal))
+    assert stopped.value is signal
+
+
+def test_outside_workflow_code_a_wrapper_is_an_ordinary_hidden_failure(
+    logs: list[dict[str, Any]],
+) -> None:
+    carried = RemoteFailure("Card declined.", error_type="ValueError", error_id="12345678")
+    result = Dispatcher([], external_tools=["charge"]).handle_error(
+        ToolCall(name="charge"), EngineWrapper(carried)
+    )
+    assert result.error_kind == "hidden" and result.error_id != "12345678"
+    assert [event["error_type"] for event in logs] == ["EngineWrapper"]

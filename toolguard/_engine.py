@@ -10,7 +10,10 @@ engine's workflow code (:func:`register_workflow_runtime`); while a
 * error ids (the engine's deterministic randomness): the same id on replay;
 * how to log an event once: not again when the engine replays the code that logged it;
 * the time a session's breakers read (the engine's clock), and where named sessions
-  live (the workflow run's own state, not the process).
+  live (the workflow run's own state, not the process);
+* what a failure that crossed back from an activity or step carries: the engine's
+  wrapper seen through to what the integration sent across (a
+  :class:`~toolguard.RemoteFailure`, one of toolguard's own errors, control flow).
 
 Outside workflow code (no runtime current, the common case) nothing changes. A
 dispatcher or session made in workflow code takes its locks from :func:`new_lock`.
@@ -45,6 +48,11 @@ class WorkflowRuntime(Protocol):
 
     def sessions(self) -> MutableMapping[Any, Any]:
         """Where this workflow run keeps the named sessions it opens."""
+        ...
+
+    def crossed(self, error: Exception, tool: str) -> Exception:
+        """What ``error`` carries when it is an engine's wrapper around a failure of the
+        tool ``tool`` that crossed back from an activity or step; else ``error`` itself."""
         ...
 
 

@@ -24,6 +24,9 @@ What toolguard raises or answers with:
 * :class:`ToolDefinitionError`: a tool, policy or dispatcher declared wrongly, raised
   when it is declared; :class:`InvalidOption`, its subclass, for a bad option (an
   unknown option name, or a value an option does not take), wherever it is given.
+
+A failure answered in another process (a durable engine's activity or step) comes back
+as a :class:`RemoteFailure`: its answer, and the error id its cause was logged under.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from toolguard._marks import ControlFlow, is_control_flow, register_control_flow
 
 if TYPE_CHECKING:
-    from toolguard._values import Round
+    from toolguard._values import Content, ErrorKind, Round
 
 __all__ = [
     "ControlFlow",
@@ -41,6 +44,7 @@ __all__ = [
     "InvalidArguments",
     "InvalidOption",
     "ModelRetriesExhausted",
+    "RemoteFailure",
     "ResultNotSerializable",
     "RetryWithFeedback",
     "ToolCallFailed",
@@ -180,6 +184,36 @@ class ToolCallFailed(Exception):
         self.call_id = call_id
         self.error_id = error_id
         self.round: Round | None = None
+
+
+class RemoteFailure(Exception):
+    """A tool's failure, answered where the tool ran: in another process (a durable
+    engine's activity or step), under the same policy.
+
+    It carries what crossed back, and nothing else: ``content``, the answer the model
+    gets; ``error_id``, the id its hidden cause was logged under there, once (``None``
+    when nothing was hidden); ``error_type``, the name of the exception's type;
+    ``error_kind``, the answer's kind there (by default ``"hidden"`` with an error id,
+    else ``"visible"``). The handler chain was asked where the exception was; here the
+    guard answers with ``content``, keeps the session's books by its kind (a hidden
+    failure or a timeout counts towards the breaker, a model-visible one closes it, the
+    model's own mistakes change nothing) and logs nothing.
+    """
+
+    def __init__(
+        self,
+        content: Content,
+        *,
+        error_type: str,
+        error_id: str | None = None,
+        error_kind: ErrorKind | None = None,
+    ) -> None:
+        where = f"error id {error_id}" if error_id is not None else "model-visible"
+        super().__init__(f"{error_type}, answered where the tool ran ({where})")
+        self.content = content
+        self.error_type = error_type
+        self.error_id = error_id
+        self.error_kind: ErrorKind = error_kind or ("visible" if error_id is None else "hidden")
 
 
 class ToolDefinitionError(ValueError):

@@ -24,9 +24,10 @@ from toolguard._engine import new_lock
 from toolguard._suggest import Names, did_you_mean
 from toolguard._text import NAME_LIMIT
 from toolguard._values import Content, ToolCall, ToolResult
-from toolguard.errors import ToolDefinitionError, UnknownTool
+from toolguard.errors import RemoteFailure, ToolDefinitionError, UnknownTool
 from toolguard.guard._content import checked, truncate
 from toolguard.guard._failure import Failure, asks_to_stop
+from toolguard.guard._remote import books_visible, crossed, remote
 from toolguard.policy import _config
 from toolguard.policy._agent import AgentPolicy
 from toolguard.policy._precedence import Layer, Overrides, Resolved, Setting, is_glob, resolve
@@ -253,8 +254,17 @@ class Guard:
         ``books`` (a session's step) keeps the conversation's books: it is told once
         before the chain (it may spend the model-retry budget, and change the error the
         chain sees) and once after (the outcome, for the breaker), however the chain
-        answered, even by raising.
+        answered, even by raising. A :class:`~toolguard.RemoteFailure` was answered where
+        the tool ran: its answer is given as it crossed, and counted.
         """
+        error = crossed(error, name)
+        if isinstance(error, RemoteFailure):
+            try:
+                return remote(error, call, resolved, name)
+            finally:
+                visible = books_visible(error)
+                if books is not None and visible is not None:
+                    books.after(name, resolved.breaker, error, visible=visible)
         seen = error if books is None else books.before(error, name, resolved)
         failure = Failure(seen, call, name, resolved, attempts, self.telemetry.on, error)
         try:
@@ -284,6 +294,14 @@ class Guard:
         attempts: int = 1,
     ) -> ToolResult:
         """Async :meth:`failed`: async handlers are awaited, and the books' twins too."""
+        error = crossed(error, name)
+        if isinstance(error, RemoteFailure):
+            try:
+                return remote(error, call, resolved, name)
+            finally:
+                visible = books_visible(error)
+                if books is not None and visible is not None:
+                    await books.aafter(name, resolved.breaker, error, visible=visible)
         seen = error if books is None else await books.abefore(error, name, resolved)
         failure = Failure(seen, call, name, resolved, attempts, self.telemetry.on, error)
         try:
