@@ -307,3 +307,45 @@ def test_outside_workflow_code_a_wrapper_is_an_ordinary_hidden_failure(
     )
     assert result.error_kind == "hidden" and result.error_id != "12345678"
     assert [event["error_type"] for event in logs] == ["EngineWrapper"]
+
+
+# --- the engine owns retries and timeouts in workflow code -------------------------------
+
+
+async def test_in_workflow_code_toolguard_neither_retries_nor_times_out(
+    workflow: FakeRuntime,
+) -> None:
+    """A workflow may not sleep or start threads, and the engine retries and times out
+    what it runs: a tool run in workflow code runs once, on the workflow's own thread."""
+    threads: list[str] = []
+
+    @tool(retries=3, timeout=5)
+    def flaky() -> str:
+        threads.append(threading.current_thread().name)
+        raise ConnectionError("db-password=hunter2")
+
+    @tool(retries=3, timeout=5)
+    async def aflaky() -> str:
+        threads.append(threading.current_thread().name)
+        raise ConnectionError("db-password=hunter2")
+
+    agent = Dispatcher([flaky, aflaky])
+    here = threading.current_thread().name
+    assert agent.dispatch(ToolCall(name="flaky")).error_kind == "hidden"
+    assert (await agent.adispatch(ToolCall(name="flaky"), offload=True)).error_kind == "hidden"
+    assert (await agent.adispatch(ToolCall(name="aflaky"))).error_kind == "hidden"
+    assert threads == [here, here, here]
+    invoked: list[int] = []
+
+    def invoke() -> str:
+        invoked.append(1)
+        raise ConnectionError("again")
+
+    async def ainvoke() -> str:
+        return invoke()
+
+    with pytest.raises(ConnectionError):  # a framework's invocation in workflow code
+        await agent.scope().arun(ToolCall(name="flaky"), ainvoke)
+    with pytest.raises(ConnectionError):
+        agent.scope().run(ToolCall(name="flaky"), invoke)
+    assert len(invoked) == 2

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from toolguard import _engine
 from toolguard._logging import emit, new_error_id
 from toolguard._marks import is_control_flow
 from toolguard._text import ID_LIMIT, shown
@@ -68,8 +69,8 @@ class Foreign:
         a worker thread with a deadline) and retries."""
         rules, resolved = self._resolved(call)
         seconds, retry = resolved.timeout, resolved.retries
-        if seconds is None and retry is None:
-            return attempt()
+        if (seconds is None and retry is None) or _engine.current() is not None:
+            return attempt()  # in a durable engine's workflow code, the engine's options apply
         name = rules.name
 
         def once() -> T:
@@ -89,8 +90,8 @@ class Foreign:
         """Async :meth:`run`: the invocation as a task with a deadline."""
         rules, resolved = self._resolved(call)
         seconds, retry = resolved.timeout, resolved.retries
-        if seconds is None and retry is None:
-            return await attempt()
+        if (seconds is None and retry is None) or _engine.current() is not None:
+            return await attempt()  # in workflow code, the engine's options apply
         name = rules.name
 
         async def once() -> T:

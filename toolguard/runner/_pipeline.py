@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic_core import ValidationError
 
+from toolguard import _engine
 from toolguard._marks import is_control_flow
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult, success
@@ -222,8 +223,8 @@ class Runner:
                     value = self._attempt(entry, args, kwargs, resolved)
             except Exception as first:
                 retry = resolved.retries
-                if retry is None or not retry.retryable(first):
-                    raise
+                if retry is None or not retry.retryable(first) or _engine.current() is not None:
+                    raise  # in a durable engine's workflow code, the engine retries
                 attempt = functools.partial(self._attempt, entry, args, kwargs, resolved)
                 counter = Attempts()
                 value = retry_sync(
@@ -259,7 +260,7 @@ class Runner:
         """One attempt on the sync path: inline, on a new event loop (an async tool),
         or, with a timeout, on a thread of its own (an async tool with its own loop)."""
         seconds = resolved.timeout
-        if seconds is None:
+        if seconds is None or _engine.current() is not None:  # workflow code: the engine times out
             if entry.is_async:
                 return run_loop(entry.function(*args, **kwargs))
             return entry.function(*args, **kwargs)
@@ -333,8 +334,8 @@ class Runner:
                     value = await self._aattempt(entry, args, kwargs, resolved, offload)
             except Exception as first:
                 retry = resolved.retries
-                if retry is None or not retry.retryable(first):
-                    raise
+                if retry is None or not retry.retryable(first) or _engine.current() is not None:
+                    raise  # in a durable engine's workflow code, the engine retries
                 attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
                 counter = Attempts()
                 value = await retry_async(
@@ -375,6 +376,8 @@ class Runner:
         """One attempt on the async path: awaited, inline, on the round pool (offloaded),
         or, with a timeout, as a task or on a thread of its own."""
         seconds = resolved.timeout
+        if seconds is not None and _engine.current() is not None:
+            seconds, offload = None, False  # in workflow code: the engine's timeout, no thread
         if entry.is_async:
             awaitable = entry.function(*args, **kwargs)
             if seconds is None:
