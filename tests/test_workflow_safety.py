@@ -349,3 +349,21 @@ async def test_in_workflow_code_toolguard_neither_retries_nor_times_out(
     with pytest.raises(ConnectionError):
         agent.scope().run(ToolCall(name="flaky"), invoke)
     assert len(invoked) == 2
+
+
+# --- rounds whose calls ran elsewhere ----------------------------------------------------
+
+
+def test_a_round_of_outcomes_gathered_elsewhere_is_assembled_as_run_assembles_one() -> None:
+    agent = Dispatcher([add], return_direct=True)
+    calls = [ToolCall(name="add", arguments={"a": 1, "b": 2}, id=f"c{n}") for n in (1, 2)]
+    ran = agent.run(calls)
+    assert agent.round_of(calls, ran.results) == ran
+    failed = ToolCallFailed("failed", tool="add", call_id="c2", error_id="0000abcd")
+    with pytest.raises(ToolCallFailed) as raised:
+        agent.round_of(calls, [ran.results[0], failed])
+    assert raised.value.round is not None
+    assert [r.call_id for r in raised.value.round.results] == ["c1", "c2"]
+    assert "0000abcd" in raised.value.round.results[1].text
+    with pytest.raises(ControlFlow):
+        agent.round_of(calls, [failed, ControlFlow()])

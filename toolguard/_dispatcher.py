@@ -37,7 +37,7 @@ from toolguard.policy._values import (
     ToolPolicy,
     policy_from_options,
 )
-from toolguard.runner._rounds import Rounds, round_stops
+from toolguard.runner._rounds import Rounds, assemble_round, round_stops
 from toolguard.sessions._named import Sessions
 from toolguard.sessions._steps import Opens
 from toolguard.telemetry import _switch as _telemetry
@@ -371,6 +371,15 @@ class Dispatcher:
         if mode is not None and mode not in ("any", "all"):
             raise InvalidOption(f"round_stops(mode={mode!r}): allowed: 'any', 'all'")
         return round_stops(stops, self.return_direct_mode if mode is None else mode)
+
+    def round_of(
+        self, calls: Sequence[ToolCall], outcomes: Sequence[ToolResult | BaseException]
+    ) -> Round:
+        """A round whose calls ran elsewhere (a durable engine's activities, gathered by
+        the integration), assembled as :meth:`run` assembles one: ``outcomes`` has, per
+        call in call order, its result or what answering it raised. Control flow is
+        raised first; a ``ToolCallFailed`` is raised carrying the round (``.round``)."""
+        return assemble_round(calls, outcomes, self.return_direct_mode)
 
     def handle_result(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
