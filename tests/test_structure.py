@@ -208,7 +208,10 @@ def test_every_import_follows_the_package_rules() -> None:
 
 def test_the_core_imports_no_format_integration_or_agent_framework() -> None:
     """Arrows point one way: formats/ and integrations/ import the core, never back."""
-    frameworks = ("langchain", "langgraph", "agents", "pydantic_ai", "mcp", "fastmcp")
+    frameworks = (
+        *("langchain", "langgraph", "agents", "pydantic_ai", "mcp", "fastmcp"),
+        *("temporalio", "dbos"),  # the durable engines
+    )
     for module, path in MODULES.items():
         if module.startswith(("toolguard.formats", "toolguard.integrations")):
             continue
