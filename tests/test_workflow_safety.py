@@ -10,11 +10,14 @@ core's side of the contract.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import pickle
 import random
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, NoReturn
 
@@ -25,11 +28,16 @@ from toolguard import (
     Breaker,
     ControlFlow,
     Dispatcher,
+    EngineRetry,
+    EngineUnit,
     RemoteFailure,
+    Retry,
     ToolCall,
     ToolCallFailed,
     ToolDefinitionError,
+    ToolPolicy,
     WorkflowRuntime,
+    register_engine_unit,
     register_workflow_runtime,
     tool,
 )
@@ -367,3 +375,106 @@ def test_a_round_of_outcomes_gathered_elsewhere_is_assembled_as_run_assembles_on
     assert "0000abcd" in raised.value.round.results[1].text
     with pytest.raises(ControlFlow):
         agent.round_of(calls, [failed, ControlFlow()])
+
+
+# --- where the tool runs: one attempt of a durable engine's unit ------------------------
+
+
+class FakeUnit:
+    """An activity or a step as an engine presents it: which attempt this is."""
+
+    def __init__(self, attempt: int, maximum: int | None = None, *, times_out: bool = True):
+        self.number = attempt
+        self.last = maximum
+        self.timed = times_out
+        self.started = 0.0
+
+    def attempt(self) -> int:
+        return self.number
+
+    def maximum(self) -> int | None:
+        return self.last
+
+    def elapsed(self) -> float:
+        return self.started
+
+    def times_out(self) -> bool:
+        return self.timed
+
+
+_UNIT: contextvars.ContextVar[FakeUnit | None] = contextvars.ContextVar("fake_unit", default=None)
+register_engine_unit(_UNIT.get)
+
+
+@contextlib.contextmanager
+def in_unit(unit: FakeUnit) -> Iterator[FakeUnit]:
+    token = _UNIT.set(unit)
+    try:
+        yield unit
+    finally:
+        _UNIT.reset(token)
+
+
+def test_the_fake_is_an_engine_unit() -> None:
+    assert isinstance(FakeUnit(1), EngineUnit)
+
+
+@tool(retries=2)
+def reset_by_peer() -> str:
+    raise ConnectionError("reset by 10.0.0.7 (db-password=hunter2)")
+
+
+async def test_in_an_engines_unit_a_retry_is_the_engines(logs: list[dict[str, Any]]) -> None:
+    """One attempt per unit: a retryable failure before the last attempt is handed to the
+    engine carrying its type and an error id, nothing chained; the last is answered."""
+    agent = Dispatcher([reset_by_peer])
+    call = ToolCall(name="reset_by_peer", id="c1")
+    with in_unit(FakeUnit(1)), pytest.raises(EngineRetry) as raised:
+        await agent.adispatch(call)
+    retry = raised.value
+    assert retry.error_type == "ConnectionError" and "hunter2" not in str(retry)
+    assert retry.__cause__ is None and retry.__suppress_context__
+    assert "hunter2" not in repr(pickle.loads(pickle.dumps(retry)))
+    [event] = logs
+    assert (event["event"], event["error_id"], event["retried_by"]) == (
+        "tool_retry",
+        retry.error_id,
+        "engine",
+    )
+    with in_unit(FakeUnit(3)):  # retries=2: the third attempt is the last
+        answered = agent.dispatch(call)
+    assert answered.error_kind == "hidden" and logs[-1]["event"] == "tool_error_hidden"
+    with in_unit(FakeUnit(2, maximum=2)):  # the engine says its last attempt is 2
+        assert agent.dispatch(call).error_kind == "hidden"
+    with in_unit(FakeUnit(1)) as unit:
+        unit.started = 31.0  # past Retry(total=30): answered, not retried
+        total = ToolPolicy(retries=Retry(attempts=5, total=30))
+        timed = Dispatcher([reset_by_peer], overrides={"reset_by_peer": total})
+        assert timed.dispatch(call).error_kind == "hidden"
+
+
+def test_in_an_engines_unit_a_framework_invocation_is_handed_over_too() -> None:
+    def invoke() -> str:
+        raise ConnectionError("reset")
+
+    scope = Dispatcher([], external_tools=["remote"], retries=2).scope()
+    with in_unit(FakeUnit(1)), pytest.raises(EngineRetry):
+        scope.run(ToolCall(name="remote"), invoke)
+    with in_unit(FakeUnit(3)), pytest.raises(ConnectionError):
+        scope.run(ToolCall(name="remote"), invoke)
+
+
+async def test_in_a_unit_the_engine_times_out_unless_it_cannot() -> None:
+    """A unit the engine times out runs the tool without toolguard's timeout (no thread);
+    one it cannot (a DBOS sync step) keeps toolguard's."""
+
+    @tool(timeout=0.05, retries=None)
+    def sleepy() -> str:
+        time.sleep(0.3)
+        return threading.current_thread().name
+
+    agent = Dispatcher([sleepy])
+    with in_unit(FakeUnit(1, times_out=True)):
+        assert agent.dispatch(ToolCall(name="sleepy")).content == threading.current_thread().name
+    with in_unit(FakeUnit(1, times_out=False)):
+        assert agent.dispatch(ToolCall(name="sleepy")).error_kind == "timeout"

@@ -7,13 +7,19 @@ hidden and logged (once, with an error id), and whether the agent loop stops.
 from typing import TYPE_CHECKING, Any
 
 from toolguard._dispatcher import Dispatcher
-from toolguard._engine import WorkflowRuntime, register_workflow_runtime
+from toolguard._engine import (
+    EngineUnit,
+    WorkflowRuntime,
+    register_engine_unit,
+    register_workflow_runtime,
+)
 from toolguard._scope import Scope
 from toolguard._session import Session
 from toolguard._tool import BoundTool, Tool, tool
 from toolguard._values import Image, Output, Round, Text, ToolCall, ToolResult
 from toolguard.errors import (
     ControlFlow,
+    EngineRetry,
     InvalidArguments,
     InvalidOption,
     ModelRetriesExhausted,
@@ -43,6 +49,8 @@ __all__ = [
     "Breaker",
     "ControlFlow",
     "Dispatcher",
+    "EngineRetry",
+    "EngineUnit",
     "HandlerContext",
     "Image",
     "Injected",
@@ -80,6 +88,7 @@ __all__ = [
     "get_config",
     "load_policy",
     "register_control_flow",
+    "register_engine_unit",
     "register_workflow_runtime",
     "reset_defaults",
     "tool",

@@ -15,7 +15,14 @@ engine's workflow code (:func:`register_workflow_runtime`); while a
   wrapper seen through to what the integration sent across (a
   :class:`~toolguard.RemoteFailure`, one of toolguard's own errors, control flow).
 
-Outside workflow code (no runtime current, the common case) nothing changes. A
+Where a tool runs, inside one of the engine's units of work (a Temporal activity, a DBOS
+step, each attempt of which the engine starts), the engine owns retries: an integration
+registers how to find the unit running now (:func:`register_engine_unit`); while an
+:class:`EngineUnit` is current, toolguard runs one attempt, hands a failure its policy
+retries back to the engine (``EngineRetry``) unless this is the unit's last attempt, and
+leaves the timeout to the engine when the engine times the unit out.
+
+Outside workflow code and units (nothing current, the common case) nothing changes. A
 dispatcher or session made in workflow code takes its locks from :func:`new_lock`.
 """
 
@@ -25,7 +32,16 @@ import _thread
 from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["WorkflowRuntime", "current", "new_lock", "register_workflow_runtime"]
+__all__ = [
+    "EngineUnit",
+    "WorkflowRuntime",
+    "current",
+    "engine_times_out",
+    "new_lock",
+    "register_engine_unit",
+    "register_workflow_runtime",
+    "unit",
+]
 
 
 @runtime_checkable
@@ -80,6 +96,62 @@ def current() -> WorkflowRuntime | None:
         if runtime is not None:
             return runtime
     return None
+
+
+@runtime_checkable
+class EngineUnit(Protocol):
+    """A durable engine's unit of work running now (an activity, a step): one attempt."""
+
+    def attempt(self) -> int:
+        """This attempt's number, the first being 1."""
+        ...
+
+    def maximum(self) -> int | None:
+        """The engine's last attempt, when it says (``None``: the tool's ``retries``
+        compiled into the engine's options say, ``Retry.attempts``)."""
+        ...
+
+    def elapsed(self) -> float:
+        """Seconds since the unit's first attempt (``Retry(total=...)``)."""
+        ...
+
+    def times_out(self) -> bool:
+        """Whether the engine times this unit out (else the tool's own timeout applies)."""
+        ...
+
+
+FindUnit = Callable[[], "EngineUnit | None"]
+
+_units: tuple[FindUnit, ...] = ()
+
+
+def register_engine_unit(find: FindUnit) -> None:
+    """Register how to find a durable engine's unit of work running now: ``find()``
+    returns the :class:`EngineUnit` inside one, ``None`` elsewhere. It is asked when a
+    tool fails or has a timeout. Registering the same function twice is harmless."""
+    global _units
+    if not callable(find):
+        raise TypeError(f"register_engine_unit() takes a function, got {find!r}")
+    if find not in _units:
+        _units = (*_units, find)
+
+
+def unit() -> EngineUnit | None:
+    """The engine's unit of work running now, or ``None``."""
+    for find in _units:
+        found = find()
+        if found is not None:
+            return found
+    return None
+
+
+def engine_times_out() -> bool:
+    """Whether the engine, not toolguard, times out the code running now: workflow code,
+    or a unit the engine times out."""
+    if current() is not None:
+        return True
+    found = unit()
+    return found is not None and found.times_out()
 
 
 def new_lock() -> Any:

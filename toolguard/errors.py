@@ -27,11 +27,12 @@ What toolguard raises or answers with:
 
 A failure answered in another process (a durable engine's activity or step) comes back
 as a :class:`RemoteFailure`: its answer, and the error id its cause was logged under.
+Inside one, a failure the engine is to retry is raised as :class:`EngineRetry`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from toolguard._marks import ControlFlow, is_control_flow, register_control_flow
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ControlFlow",
+    "EngineRetry",
     "InjectionError",
     "InvalidArguments",
     "InvalidOption",
@@ -184,6 +186,24 @@ class ToolCallFailed(Exception):
         self.call_id = call_id
         self.error_id = error_id
         self.round: Round | None = None
+
+
+class EngineRetry(ControlFlow):
+    """A failure a durable engine retries: raised inside the engine's unit (an activity,
+    a step) when the tool's policy retries the failure and this is not the unit's last
+    attempt. It carries the failure's type name and an error id (its cause is logged
+    there, at DEBUG, as ``tool_retry``, under that id) and nothing of its text or its
+    chain: the engine logs and persists what an attempt raises. Control flow: it passes
+    every guard untouched, to the engine.
+    """
+
+    def __init__(self, error_type: str, error_id: str) -> None:
+        super().__init__(f"{error_type} (error id {error_id}), retried by the engine")
+        self.error_type = error_type
+        self.error_id = error_id
+
+    def __reduce__(self) -> tuple[Any, ...]:  # an engine's journal may pickle it (DBOS)
+        return (type(self), (self.error_type, self.error_id))
 
 
 class RemoteFailure(Exception):

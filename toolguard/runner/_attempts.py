@@ -17,8 +17,9 @@ from typing import Any, Final, TypeVar
 
 import tenacity
 
-from toolguard._logging import emit
-from toolguard.errors import ToolTimeout
+from toolguard import _engine
+from toolguard._logging import emit, new_error_id
+from toolguard.errors import EngineRetry, ToolTimeout
 from toolguard.policy._resilience import Retry
 from toolguard.runner._pools import Pools, abox, unbox
 from toolguard.telemetry import _spans as _telemetry
@@ -29,6 +30,7 @@ __all__ = [
     "acall_with_timeout",
     "athread_with_timeout",
     "call_with_timeout",
+    "to_engine",
     "no_running_loop",
     "retry_async",
     "retry_sync",
@@ -89,6 +91,40 @@ def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Atte
         "after": after,
         "reraise": True,
     }
+
+
+def to_engine(retry: Retry, error: Exception, *, tool: str, call_id: str | None) -> None:
+    """Where a durable engine retries, a failure ``retry`` retries goes to the engine;
+    elsewhere this returns (toolguard retries). Called while ``error`` is handled.
+
+    In workflow code, ``error`` is re-raised (the engine retries what it runs). In one of
+    the engine's units (an activity, a step), on its last attempt ``error`` is
+    re-raised, to be answered there; before it, :class:`EngineRetry` is raised for the
+    engine, the cause logged here at DEBUG under its error id, nothing of the failure
+    chained to it.
+    """
+    if _engine.current() is not None:
+        raise error
+    unit = _engine.unit()
+    if unit is None:
+        return
+    maximum = unit.maximum() or retry.attempts
+    attempt = unit.attempt()
+    if attempt >= maximum or (retry.total is not None and unit.elapsed() >= retry.total):
+        raise error
+    error_id = new_error_id()
+    emit(
+        "debug",
+        "tool_retry",
+        tool=tool,
+        call_id=call_id,
+        attempt=attempt,
+        error_type=type(error).__name__,
+        error_id=error_id,
+        retried_by="engine",
+        exc_info=error,
+    )
+    raise EngineRetry(type(error).__name__, error_id) from None
 
 
 def retry_sync(

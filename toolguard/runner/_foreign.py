@@ -31,6 +31,7 @@ from toolguard.runner._attempts import (
     call_with_timeout,
     retry_async,
     retry_sync,
+    to_engine,
 )
 from toolguard.runner._pools import Pools
 from toolguard.sessions._steps import Step
@@ -72,6 +73,8 @@ class Foreign:
         if (seconds is None and retry is None) or _engine.current() is not None:
             return attempt()  # in a durable engine's workflow code, the engine's options apply
         name = rules.name
+        if seconds is not None and _engine.engine_times_out():
+            seconds = None
 
         def once() -> T:
             if seconds is None:
@@ -84,6 +87,7 @@ class Foreign:
         except Exception as first:
             if retry is None or is_control_flow(first) or not retry.retryable(first):
                 raise
+            to_engine(retry, first, tool=name, call_id=call.id)  # an engine retries?
             return retry_sync(retry, first, once, tool=name, call_id=call.id, counter=Attempts())
 
     async def arun(self, call: ToolCall, attempt: Callable[[], Awaitable[T]]) -> T:
@@ -93,6 +97,8 @@ class Foreign:
         if (seconds is None and retry is None) or _engine.current() is not None:
             return await attempt()  # in workflow code, the engine's options apply
         name = rules.name
+        if seconds is not None and _engine.engine_times_out():
+            seconds = None
 
         async def once() -> T:
             if seconds is None:
@@ -104,6 +110,7 @@ class Foreign:
         except Exception as first:
             if retry is None or is_control_flow(first) or not retry.retryable(first):
                 raise
+            to_engine(retry, first, tool=name, call_id=call.id)  # an engine retries?
             return await retry_async(
                 retry, first, once, tool=name, call_id=call.id, counter=Attempts()
             )

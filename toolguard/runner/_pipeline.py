@@ -41,6 +41,7 @@ from toolguard.runner._attempts import (
     retry_async,
     retry_sync,
     run_loop,
+    to_engine,
 )
 from toolguard.runner._foreign import Foreign
 from toolguard.runner._pools import Pools, box, unbox
@@ -223,8 +224,9 @@ class Runner:
                     value = self._attempt(entry, args, kwargs, resolved)
             except Exception as first:
                 retry = resolved.retries
-                if retry is None or not retry.retryable(first) or _engine.current() is not None:
-                    raise  # in a durable engine's workflow code, the engine retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                to_engine(retry, first, tool=entry.name, call_id=call.id)  # an engine retries?
                 attempt = functools.partial(self._attempt, entry, args, kwargs, resolved)
                 counter = Attempts()
                 value = retry_sync(
@@ -260,7 +262,7 @@ class Runner:
         """One attempt on the sync path: inline, on a new event loop (an async tool),
         or, with a timeout, on a thread of its own (an async tool with its own loop)."""
         seconds = resolved.timeout
-        if seconds is None or _engine.current() is not None:  # workflow code: the engine times out
+        if seconds is None or _engine.engine_times_out():  # the engine's timeout applies
             if entry.is_async:
                 return run_loop(entry.function(*args, **kwargs))
             return entry.function(*args, **kwargs)
@@ -334,8 +336,9 @@ class Runner:
                     value = await self._aattempt(entry, args, kwargs, resolved, offload)
             except Exception as first:
                 retry = resolved.retries
-                if retry is None or not retry.retryable(first) or _engine.current() is not None:
-                    raise  # in a durable engine's workflow code, the engine retries
+                if retry is None or not retry.retryable(first):
+                    raise
+                to_engine(retry, first, tool=entry.name, call_id=call.id)  # an engine retries?
                 attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
                 counter = Attempts()
                 value = await retry_async(
@@ -376,8 +379,9 @@ class Runner:
         """One attempt on the async path: awaited, inline, on the round pool (offloaded),
         or, with a timeout, as a task or on a thread of its own."""
         seconds = resolved.timeout
-        if seconds is not None and _engine.current() is not None:
-            seconds, offload = None, False  # in workflow code: the engine's timeout, no thread
+        if seconds is not None and _engine.engine_times_out():
+            seconds = None  # the engine's timeout applies
+            offload = offload and _engine.current() is None  # no thread in workflow code
         if entry.is_async:
             awaitable = entry.function(*args, **kwargs)
             if seconds is None:
