@@ -10,15 +10,13 @@ core's side of the contract.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import pickle
 import random
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import pytest
@@ -37,12 +35,11 @@ from toolguard import (
     ToolDefinitionError,
     ToolPolicy,
     WorkflowRuntime,
-    register_engine_unit,
-    register_workflow_runtime,
     tool,
 )
 from toolguard.stores import MemoryStore
 
+from ._fake_engine import RUNNING, EngineWrapper, FakeRuntime, FakeUnit, in_unit
 from ._otel import attributes, install, tool_spans
 
 
@@ -115,54 +112,13 @@ def test_the_first_event_imports_structlog_and_is_logged(logs: list[dict[str, An
 # --- a durable engine's workflow code: the runtime it registers ---------------------------
 
 
-class FakeRuntime:
-    """A workflow run as an engine would present it: seeded randomness, a clock that
-    moves only when told, a replay flag, the run's own state."""
-
-    def __init__(self, seed: int = 7) -> None:
-        self.random = random.Random(seed)
-        self.time = 1000.0
-        self.replay = False
-        self.kept: dict[Any, Any] = {}
-
-    def error_id(self) -> str:
-        return f"{self.random.getrandbits(32):08x}"
-
-    def now(self) -> float:
-        return self.time
-
-    def log(self, emit: Callable[[], None]) -> None:
-        if not self.replay:
-            emit()
-
-    def sessions(self) -> MutableMapping[Any, Any]:
-        return self.kept
-
-    def crossed(self, error: Exception, tool: str) -> Exception:
-        return error.carried if isinstance(error, EngineWrapper) else error
-
-
-class EngineWrapper(Exception):
-    """An engine's wrapper around a failure that crossed back (an activity's error)."""
-
-    def __init__(self, carried: Exception) -> None:
-        super().__init__("activity task failed")
-        self.carried = carried
-
-
-_RUNNING: contextvars.ContextVar[FakeRuntime | None] = contextvars.ContextVar(
-    "fake_workflow", default=None
-)
-register_workflow_runtime(_RUNNING.get)
-
-
 @pytest.fixture
 def workflow() -> Iterator[FakeRuntime]:
     """The test's body runs as workflow code of a fake engine."""
     runtime = FakeRuntime()
-    token = _RUNNING.set(runtime)
+    token = RUNNING.set(runtime)
     yield runtime
-    _RUNNING.reset(token)
+    RUNNING.reset(token)
 
 
 @tool
@@ -185,11 +141,11 @@ def test_in_workflow_code_error_ids_come_from_the_engine_and_a_replay_logs_nothi
     # the engine replays the same code: the same id, the same answer, no second event
     replay = FakeRuntime()
     replay.replay = True
-    token = _RUNNING.set(replay)
+    token = RUNNING.set(replay)
     try:
         again = agent.dispatch(ToolCall(name="leaky", id="c1"))
     finally:
-        _RUNNING.reset(token)
+        RUNNING.reset(token)
     assert again == first
     assert len(logs) == 1
 
@@ -213,11 +169,11 @@ def test_named_sessions_live_in_the_workflow_run_not_in_the_process(
     session.dispatch(ToolCall(name="leaky"))
     assert list(workflow.kept.values()) == [session]
     other_run = FakeRuntime()
-    token = _RUNNING.set(other_run)
+    token = RUNNING.set(other_run)
     try:  # another run (or the replay of this one) starts from its own state
         assert agent.session(id="conversation-1").state("leaky").consecutive_failures == 0
     finally:
-        _RUNNING.reset(token)
+        RUNNING.reset(token)
 
 
 def test_a_store_outside_the_workflow_is_refused_in_workflow_code(workflow: FakeRuntime) -> None:
@@ -378,41 +334,6 @@ def test_a_round_of_outcomes_gathered_elsewhere_is_assembled_as_run_assembles_on
 
 
 # --- where the tool runs: one attempt of a durable engine's unit ------------------------
-
-
-class FakeUnit:
-    """An activity or a step as an engine presents it: which attempt this is."""
-
-    def __init__(self, attempt: int, maximum: int | None = None, *, times_out: bool = True):
-        self.number = attempt
-        self.last = maximum
-        self.timed = times_out
-        self.started = 0.0
-
-    def attempt(self) -> int:
-        return self.number
-
-    def maximum(self) -> int | None:
-        return self.last
-
-    def elapsed(self) -> float:
-        return self.started
-
-    def times_out(self) -> bool:
-        return self.timed
-
-
-_UNIT: contextvars.ContextVar[FakeUnit | None] = contextvars.ContextVar("fake_unit", default=None)
-register_engine_unit(_UNIT.get)
-
-
-@contextlib.contextmanager
-def in_unit(unit: FakeUnit) -> Iterator[FakeUnit]:
-    token = _UNIT.set(unit)
-    try:
-        yield unit
-    finally:
-        _UNIT.reset(token)
 
 
 def test_the_fake_is_an_engine_unit() -> None:

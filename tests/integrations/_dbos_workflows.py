@@ -120,7 +120,7 @@ async def ascripted(script: list[list[Any]]) -> list[dict[str, Any]]:
 external = Dispatcher([], external_tools=["charge_card"])
 
 
-@DBOS.step(retries_allowed=True, max_attempts=2, should_retry=should_retry(external, "charge_card"))
+@DBOS.step(retries_allowed=True, max_attempts=2, should_retry=should_retry)
 @guard_step(external)
 def charge_card(amount: int) -> str:
     """Charges a card."""

@@ -37,7 +37,7 @@ from tests.integrations._dbos_workflows import (
 from tests.integrations._engines import dbos_launched, dbos_restarted
 from toolguard import ToolCallFailed
 from toolguard.integrations.dbos import step_options
-from toolguard.integrations.durable import RetryableFailure
+from toolguard import EngineRetry
 
 Logs = list[dict[str, Any]]
 
@@ -147,7 +147,7 @@ def test_a_tool_error_reaches_the_model_with_its_text_after_one_attempt(
 def test_a_transient_failure_is_retried_by_dbos_per_the_compiled_step_options(
     launched: Path, logs: Logs, caplog: pytest.LogCaptureFixture
 ) -> None:
-    options = step_options(agent, "flaky", asynchronous=False)
+    options = step_options(agent, "flaky")
     assert (options["max_attempts"], options["interval_seconds"], options["backoff_rate"]) == (
         3,
         0.01,
@@ -163,7 +163,7 @@ def test_a_transient_failure_is_retried_by_dbos_per_the_compiled_step_options(
     retried = [r for r in caplog.records if "automatically retried" in r.getMessage()]
     assert len(retried) == 2  # DBOS's own log of each failed attempt: type and id only
     for record in retried:
-        assert record.exc_info and isinstance(record.exc_info[1], RetryableFailure)
+        assert record.exc_info and isinstance(record.exc_info[1], EngineRetry)
         assert SECRET not in str(record.exc_info[1])
     assert [event["retried_by"] for event in logs if event["event"] == "tool_retry"] == [
         "engine",

@@ -13,8 +13,8 @@ In a DBOS workflow::
         result = tools.call(ToolCall(name="search", arguments=args, id=call_id))
 
 * **The step side**: each call runs as a step (``toolguard.NAME``), one attempt each,
-  guarded where it runs: a failure its policy retries is raised for DBOS to retry as a
-  ``RetryableFailure`` (its type and an error id: what DBOS logs and pickles into
+  guarded where it runs: a failure its policy retries is raised for DBOS to retry as an
+  ``EngineRetry`` (its type and an error id: what DBOS logs and pickles into
   ``operation_outputs``); anything else is answered in the step by the handler chain,
   which sees the real exception (a hidden cause logged there, once), and the answer,
   never the hidden text, is the step's recorded output.
@@ -23,10 +23,11 @@ In a DBOS workflow::
   from the workflow's id in order, the time DBOSTools records as a step, toolguard's
   log events logged once in a step of their own, named sessions per execution, a
   step's failure seen through to its root cause.
-* **One retry owner**: a tool's ``retries`` and ``timeout`` compile into the step's
-  ``max_attempts``, ``interval_seconds``, ``backoff_rate``, ``should_retry`` and (for an
-  async step) ``timeout_seconds`` (:func:`step_options`, shown by ``toolguard explain
-  --engine dbos``); toolguard never retries on top.
+* **One retry owner**: a tool's ``retries`` compile into the step's ``max_attempts``,
+  ``interval_seconds``, ``backoff_rate`` and a ``should_retry`` that retries only what
+  toolguard hands over (:func:`step_options`, shown by ``toolguard explain --engine
+  dbos``); toolguard never retries on top. Its ``timeout`` applies to each attempt, in
+  the step (DBOS times out async steps only).
 
 A function that is itself a step given to a framework is guarded with
 :func:`guard_step`. See docs/durable.md.

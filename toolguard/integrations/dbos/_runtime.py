@@ -22,6 +22,7 @@ Registered, with DBOS's own signals as control flow, when
 from __future__ import annotations
 
 import hashlib
+import time
 import weakref
 from collections.abc import Callable, MutableMapping
 from typing import Any, Final
@@ -31,10 +32,26 @@ from dbos import DBOS
 from dbos import error as dbos_errors
 from dbos._context import get_local_dbos_context  # the one handle per workflow execution
 
-from toolguard import ToolTimeout, register_control_flow, register_workflow_runtime
-from toolguard.integrations.durable import Answered, call_of, crossing_failure
+from toolguard import (
+    EngineRetry,
+    ToolTimeout,
+    register_control_flow,
+    register_engine_unit,
+    register_workflow_runtime,
+)
+from toolguard.integrations.durable import Answered, EngineGaveUp, call_of, crossing_failure
 
-__all__ = ["RUNTIME", "DBOSRuntime", "Execution", "engine_timeout", "find", "register"]
+__all__ = [
+    "RUNTIME",
+    "UNIT",
+    "DBOSRuntime",
+    "DBOSUnit",
+    "Execution",
+    "engine_timeout",
+    "find",
+    "find_unit",
+    "register",
+]
 
 
 def engine_timeout(tool: str, timeout: dbos_errors.DBOSStepTimeoutError) -> ToolTimeout:
@@ -90,6 +107,8 @@ class DBOSRuntime:
     def crossed(self, error: Exception, tool: str) -> Exception:
         if isinstance(error, dbos_errors.DBOSMaxStepRetriesExceeded) and error.errors:
             error = error.errors[-1]
+        if isinstance(error, EngineRetry):  # DBOS gave up on a retry toolguard asked for
+            return EngineGaveUp(error.error_type, error.error_id)
         if isinstance(error, dbos_errors.DBOSStepTimeoutError):
             return engine_timeout(tool, error)
         if isinstance(error, Answered):
@@ -103,6 +122,48 @@ class DBOSRuntime:
 RUNTIME: Final = DBOSRuntime()
 
 
+class DBOSUnit:
+    """The step running now, as the core sees it: one attempt of DBOS's. toolguard
+    times each attempt out itself (DBOS times out async steps only)."""
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, int], float] = {}
+
+    def attempt(self) -> int:
+        status = DBOS.step_status
+        current = None if status is None else status.current_attempt
+        return 1 if current is None else current + 1
+
+    def maximum(self) -> int | None:
+        status = DBOS.step_status
+        if status is None or status.max_attempts is None:
+            return 1  # a step without retries: this attempt is the last
+        return status.max_attempts
+
+    def elapsed(self) -> float:
+        status = DBOS.step_status
+        if status is None:
+            return 0.0
+        key, now = (str(DBOS.workflow_id), status.step_id), time.monotonic()
+        if not status.current_attempt:
+            self._first[key] = now
+            if len(self._first) > _FIRSTS:  # steps left without a last attempt: forget
+                self._first.pop(next(iter(self._first)))
+        return now - self._first.get(key, now)
+
+    def times_out(self) -> bool:
+        return False
+
+
+_FIRSTS: Final = 4096
+UNIT: Final = DBOSUnit()
+
+
+def find_unit() -> DBOSUnit | None:
+    """The unit while a DBOS step runs, else ``None``."""
+    return UNIT if DBOS.step_status is not None else None
+
+
 def find() -> DBOSRuntime | None:
     """The runtime while DBOS workflow code runs (not one of its steps), else ``None``."""
     if DBOS.workflow_id is None or DBOS.step_id is not None:
@@ -114,6 +175,7 @@ def register() -> None:
     """Register the runtime, and DBOS's signals that must reach DBOS untouched (a
     cancelled workflow awaited, non-determinism found on recovery) as control flow."""
     register_workflow_runtime(find)
+    register_engine_unit(find_unit)
     register_control_flow(
         dbos_errors.DBOSAwaitedWorkflowCancelledError,
         dbos_errors.DBOSUnexpectedStepError,

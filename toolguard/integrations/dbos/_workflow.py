@@ -78,9 +78,9 @@ class DBOSTools:
         refused = scope.admit(call)
         if refused is not None:
             return refused
-        options = step_options(self.dispatcher, tool, asynchronous=False, prefix=self.prefix)
+        options = step_options(self.dispatcher, tool, prefix=self.prefix)
         try:
-            crossed = DBOS.run_step(options, run_tool, self.dispatcher, tool, call_payload(call))
+            crossed = DBOS.run_step(options, run_tool, self.dispatcher, call_payload(call))
         except Exception as error:  # noqa: BLE001 - never answered in the step: its root cause
             return scope.failed(call, error)
         return settle(scope, call, crossed)
@@ -109,7 +109,7 @@ class DBOSTools:
     async def acall(
         self, call: ToolCall, *, session: Session | None = None, step: str | None = None
     ) -> ToolResult:
-        """Async :meth:`call` (an async workflow; DBOS times out async steps)."""
+        """Async :meth:`call` (an async workflow)."""
         try:
             result = await self._acall(call, session or self.session(), step)
         except ToolCallFailed:
@@ -129,10 +129,10 @@ class DBOSTools:
         refused = await scope.aadmit(call)
         if refused is not None:
             return refused
-        options = step_options(self.dispatcher, tool, asynchronous=True, prefix=self.prefix)
+        options = step_options(self.dispatcher, tool, prefix=self.prefix)
         try:
             crossed = await DBOS.run_step_async(
-                options, arun_tool, self.dispatcher, tool, call_payload(call)
+                options, arun_tool, self.dispatcher, call_payload(call)
             )
         except Exception as error:  # noqa: BLE001 - never answered in the step: its root cause
             return await scope.afailed(call, error)

@@ -7,18 +7,19 @@ journal**. This package holds what every engine's integration shares, on public 
 only: ``toolguard.integrations.temporal`` and ``toolguard.integrations.dbos`` are built
 on it, and another engine's integration can be (docs/durable.md).
 
-* **Where the tool runs** (the activity, the step): :func:`aanswer` (and :func:`answer`)
-  runs one attempt through the dispatcher with toolguard's own retries and timeout off.
-  A failure the tool's policy retries, on an attempt that is not the engine's last,
-  raises :class:`RetryableFailure`: the exception's type and an error id, nothing else,
-  for the engine to retry (the cause logged there at DEBUG, ``tool_retry``, under that
-  id). Anything else is answered there by the handler chain, which sees the real
-  exception (a hidden cause logged there, once), and the answer crosses as data: a
-  :data:`Crossing`, the text the model gets, the error id, the type's name.
+* **Where the tool runs** (the activity, the step): the integration registers the
+  engine's unit (``toolguard.register_engine_unit``), so the core runs one attempt per
+  unit and raises ``toolguard.EngineRetry`` for a failure the policy retries before the
+  engine's last attempt (its type and an error id, nothing else; the cause logged there
+  at DEBUG, ``tool_retry``). :func:`aanswer` (and :func:`answer`) answers anything else
+  there by the handler chain, which sees the real exception (a hidden cause logged
+  there, once); the answer crosses as data: a :data:`Crossing`, the text the model gets,
+  the error id, the type's name.
 * **The workflow**: :func:`asettle` (and :func:`settle`) makes the result from what
   crossed, in the workflow's session (its breakers and budgets): the answer as it was
   given, its error id, nothing logged again (a :class:`~toolguard.RemoteFailure`); a
-  ``RetryWithFeedback`` is answered there, where its model-retry budget is kept.
+  ``RetryWithFeedback`` is answered there, where its model-retry budget is kept. A
+  failure the engine gave up retrying is an :class:`EngineGaveUp`, answered there.
 * A tool that is its framework's own unit (an activity function given to a framework
   as a tool): :func:`aanswer_invocation` (and :func:`answer_invocation`) keeps its
   value as it is and raises its answered failure as :class:`Answered`, carrying only
@@ -29,7 +30,7 @@ on it, and another engine's integration can be (docs/durable.md).
 
 from toolguard.integrations.durable._answer import (
     Answered,
-    RetryableFailure,
+    EngineGaveUp,
     aanswer,
     aanswer_invocation,
     answer,
@@ -51,15 +52,14 @@ from toolguard.integrations.durable._retries import (
     EngineRetries,
     engine_retries,
     never_retried,
-    within_total,
 )
 
 __all__ = [
     "CROSSING_VERSION",
     "Answered",
     "Crossing",
+    "EngineGaveUp",
     "EngineRetries",
-    "RetryableFailure",
     "aanswer",
     "aanswer_invocation",
     "answer",
@@ -74,5 +74,4 @@ __all__ = [
     "is_crossing",
     "never_retried",
     "settle",
-    "within_total",
 ]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 import attrs
 
 from toolguard import Retry, RetryWithFeedback, ToolError, ToolPolicy
 
-__all__ = ["EngineRetries", "engine_retries", "never_retried", "within_total"]
+__all__ = ["EngineRetries", "engine_retries", "never_retried"]
 
 
 @attrs.frozen(kw_only=True)
@@ -77,8 +76,3 @@ def engine_retries(policy: ToolPolicy, *, jitter: bool = False) -> EngineRetries
         total=retry.total,
         notes=tuple(notes),
     )
-
-
-def within_total(retries: EngineRetries, elapsed: float) -> bool:
-    """Whether a retry may still be asked for ``elapsed`` seconds after the first attempt."""
-    return retries.total is None or (math.isfinite(elapsed) and elapsed < retries.total)

@@ -1,13 +1,16 @@
 """The activity side: the tool runs guarded where it runs, and only the answer crosses.
 
-:func:`tool_activities` makes one activity per tool of a dispatcher (``toolguard.NAME``):
-it runs one attempt (``durable.aanswer``) and returns what crossed (a ``Crossing``,
-JSON); a failure to retry is raised as a retryable ``ApplicationError`` carrying only
-its type and error id. :func:`guard_activity` does the same for an activity function that
-is itself the tool (one given to a framework, such as the Agents SDK's
-``activity_as_tool``): its value is returned as it is; an answered failure is raised as
-a non-retryable ``ApplicationError`` whose message is the model's text and whose
-details are the crossing. Nothing raised here chains to the tool's exception.
+Inside an activity, toolguard runs one attempt (Temporal is the engine's unit, registered
+by ``_runtime``): a failure the policy retries, before Temporal's last attempt, is raised
+as a retryable ``ApplicationError`` carrying only its type and error id (``EngineRetry``);
+anything else is answered here.
+
+:func:`tool_activities` makes one activity per tool of a dispatcher (``toolguard.NAME``),
+which returns what crossed (a ``Crossing``, JSON). :func:`guard_activity` does the same
+for an activity function that is itself the tool (one given to a framework, such as the
+Agents SDK's ``activity_as_tool``): its value is returned as it is; an answered failure
+is raised as a non-retryable ``ApplicationError`` whose message is the model's text and
+whose details are the crossing. Nothing raised here chains to the tool's exception.
 """
 
 from __future__ import annotations
@@ -15,26 +18,22 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, Final, TypeVar, cast
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from toolguard import Dispatcher, ToolCall
+from toolguard import Dispatcher, EngineRetry, ToolCall
 from toolguard.integrations.durable import (
     CROSSING_VERSION,
     Answered,
-    RetryableFailure,
     aanswer,
     aanswer_invocation,
     answer_invocation,
     call_of,
-    engine_retries,
-    within_total,
 )
 
-__all__ = ["PREFIX", "activity_name", "guard_activity", "is_final", "tool_activities"]
+__all__ = ["PREFIX", "activity_name", "guard_activity", "tool_activities"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,54 +46,29 @@ def activity_name(tool: str, prefix: str = PREFIX) -> str:
     return f"{prefix}{tool}"
 
 
-def is_final(dispatcher: Dispatcher, tool: str) -> bool:
-    """Whether Temporal will not retry after the current attempt of this activity: the
-    last attempt of its retry policy (as Temporal reports it, else as ``tool``'s policy
-    compiles it: a test server does not report it), or past ``Retry(total=...)``."""
-    info = activity.info()
-    retries = engine_retries(dispatcher.scope().policy(tool))
-    policy = info.retry_policy
-    attempts = policy.maximum_attempts if policy is not None else retries.attempts
-    if 0 < attempts <= info.attempt:
-        return True
-    elapsed = info.current_attempt_scheduled_time - info.scheduled_time
-    return not within_total(retries, elapsed / timedelta(seconds=1))
-
-
-def _retry_error(failure: RetryableFailure) -> ApplicationError:
-    return ApplicationError(
-        str(failure),
-        {
+def _error(crossed: EngineRetry | Answered) -> ApplicationError:
+    """What crosses, raised: a retry for Temporal, or an answer it must not retry."""
+    if isinstance(crossed, EngineRetry):
+        details = {
             "toolguard": CROSSING_VERSION,
             "retry": True,
-            "error_id": failure.error_id,
-            "error_type": failure.error_type,
-        },
-        type=failure.error_type,
-        non_retryable=False,
-    )
-
-
-def _answered_error(answered: Answered) -> ApplicationError:
-    crossing = answered.crossing
-    return ApplicationError(
-        str(crossing.get("content", "")) if not crossing.get("failed") else "ToolCallFailed",
-        dict(crossing),
-        type=str(crossing.get("error_type") or "Exception"),
-        non_retryable=True,
-    )
+            "error_id": crossed.error_id,
+            "error_type": crossed.error_type,
+        }
+        return ApplicationError(str(crossed), details, type=crossed.error_type)
+    crossing = crossed.crossing
+    message = "ToolCallFailed" if crossing.get("failed") else str(crossing.get("content", ""))
+    error_type = str(crossing.get("error_type") or "Exception")
+    return ApplicationError(message, dict(crossing), type=error_type, non_retryable=True)
 
 
 def _tool_activity(dispatcher: Dispatcher, tool: str, name: str) -> Callable[..., Any]:
     async def run(call: dict[str, Any]) -> dict[str, Any]:
-        failure: RetryableFailure | None = None
         try:
-            crossed = await aanswer(dispatcher, call_of(call), final=is_final(dispatcher, tool))
-        except RetryableFailure as retry:
-            failure = retry
-        if failure is not None:  # raised outside the handler: nothing chained to it
-            raise _retry_error(failure)
-        return dict(crossed)
+            return dict(await aanswer(dispatcher, call_of(call)))
+        except EngineRetry as retry:
+            handed = retry
+        raise _error(handed)  # outside the handler: nothing chained to it
 
     run.__name__ = run.__qualname__ = f"toolguard_{tool}"
     run.__doc__ = f"Run the tool {tool!r} guarded, one attempt; Temporal retries."
@@ -121,12 +95,13 @@ def guard_activity(dispatcher: Dispatcher, *, tool: str | None = None) -> Callab
 
     ``tool`` names it for ``dispatcher``'s policy (by default the function's name; list
     it in ``Dispatcher(external_tools=[...])`` for exact-name overrides). Its value is
-    returned as it is. A failure the policy retries, before Temporal's last attempt,
-    is raised for Temporal to retry carrying only its type and error id; any other is
+    returned as it is. A failure the policy retries, before Temporal's last attempt, is
+    raised for Temporal to retry carrying only its type and error id; any other is
     answered here (the real exception, its cause logged here once) and raised as a
     non-retryable ``ApplicationError`` with the model's text and the crossing as
     details, which toolguard in workflow code reads back (``ActivityError`` seen through
-    to a ``RemoteFailure``). Cancellation and control flow propagate untouched.
+    to a ``RemoteFailure``). Cancellation and control flow propagate untouched. Give the
+    activity the options its policy compiles to (``activity_options``).
     """
 
     def decorate(function: F) -> F:
@@ -138,10 +113,9 @@ def guard_activity(dispatcher: Dispatcher, *, tool: str | None = None) -> Callab
                 async def invoke() -> Any:
                     return await function(*args, **kwargs)
 
-                call, final = _call(name), is_final(dispatcher, name)
                 try:
-                    return await aanswer_invocation(dispatcher, call, invoke, final=final)
-                except (RetryableFailure, Answered) as failure:
+                    return await aanswer_invocation(dispatcher, _call(name), invoke)
+                except (EngineRetry, Answered) as failure:
                     crossed = failure
                 raise _error(crossed)  # outside the handler: nothing chained to it
 
@@ -149,21 +123,12 @@ def guard_activity(dispatcher: Dispatcher, *, tool: str | None = None) -> Callab
 
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            call, final = _call(name), is_final(dispatcher, name)
             try:
-                return answer_invocation(
-                    dispatcher, call, lambda: function(*args, **kwargs), final=final
-                )
-            except (RetryableFailure, Answered) as failure:
+                return answer_invocation(dispatcher, _call(name), lambda: function(*args, **kwargs))
+            except (EngineRetry, Answered) as failure:
                 crossed = failure
             raise _error(crossed)  # outside the handler: nothing chained to it
 
         return cast("F", guarded)
 
     return decorate
-
-
-def _error(crossed: RetryableFailure | Answered) -> ApplicationError:
-    if isinstance(crossed, RetryableFailure):
-        return _retry_error(crossed)
-    return _answered_error(crossed)

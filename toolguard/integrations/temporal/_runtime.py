@@ -13,11 +13,13 @@ control flow, when ``toolguard.integrations.temporal`` is imported.
 from __future__ import annotations
 
 import builtins
+import re
+import sys
 import weakref
 from collections.abc import Callable, MutableMapping
 from typing import Any, Final, cast
 
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -26,7 +28,14 @@ from temporalio.exceptions import (
     TimeoutError,
 )
 
-from toolguard import ToolTimeout, register_control_flow, register_workflow_runtime
+from toolguard import (
+    RetryWithFeedback,
+    ToolError,
+    ToolTimeout,
+    register_control_flow,
+    register_engine_unit,
+    register_workflow_runtime,
+)
 
 # Imported in a sandbox without ToolguardPlugin (toolguard re-imported there), toolguard
 # imports structlog when it first logs, and structlog imports rich, whose import the
@@ -35,13 +44,27 @@ with workflow.unsafe.imports_passed_through():
     import structlog  # noqa: F401 - see above
 from toolguard.integrations.durable import (
     Crossing,
-    RetryableFailure,
+    EngineGaveUp,
     call_of,
     crossing_failure,
     is_crossing,
 )
 
-__all__ = ["RUNTIME", "TemporalRuntime", "crossing_of", "engine_timeout", "find", "register"]
+__all__ = [
+    "RUNTIME",
+    "UNIT",
+    "TemporalRuntime",
+    "TemporalUnit",
+    "crossing_of",
+    "engine_timeout",
+    "find",
+    "find_unit",
+    "register",
+]
+
+_VISIBLE: Final = {"ToolError": ToolError, "RetryWithFeedback": RetryWithFeedback}
+"""toolguard's model-visible errors by name: raised in an activity that toolguard did not
+guard (a plain function tool of a framework), their message is the model's to read."""
 
 
 def crossing_of(error: ApplicationError) -> Crossing | None:
@@ -63,9 +86,22 @@ def engine_timeout(tool: str, timeout: TimeoutError) -> ToolTimeout:
     )
 
 
+_HANDED: Final = re.compile(
+    r"^(?P<type>\w+) \(error id (?P<id>[0-9a-f]{8})\), retried by the engine$"
+)
+
+
 def _root(error: ApplicationError) -> Exception:
-    """An activity's own failure, not sent by toolguard: the exception type it names
-    when that is a built-in one (its handlers match), else the error itself."""
+    """An activity's own failure, not sent by toolguard: an ``EngineRetry`` Temporal gave
+    up on (raised in a framework's activity, converted by Temporal); a model-visible
+    error of toolguard's (its message was the model's to read); the exception type it
+    names when that is a built-in one (its handlers match); else the error itself."""
+    if error.type == "EngineRetry":
+        handed = _HANDED.match(error.message)
+        if handed is not None:
+            return EngineGaveUp(handed["type"], handed["id"])
+    if error.type in _VISIBLE:
+        return _VISIBLE[error.type](error.message)
     found = getattr(builtins, error.type or "", None)
     if isinstance(found, type) and issubclass(found, Exception):
         try:
@@ -115,7 +151,7 @@ class TemporalRuntime:
         if crossed is None:
             return _root(cause)
         if crossed.get("retry"):  # the engine gave up on a retry toolguard asked for
-            return RetryableFailure(str(crossed.get("error_type")), str(crossed.get("error_id")))
+            return EngineGaveUp(str(crossed.get("error_type")), str(crossed.get("error_id")))
         return crossing_failure(crossed, call_of({"name": tool, "id": crossed.get("call_id")}))
 
 
@@ -125,6 +161,34 @@ RUNTIME: Final = TemporalRuntime()
 def find() -> TemporalRuntime | None:
     """The runtime while Temporal workflow code runs, else ``None``."""
     return RUNTIME if workflow.in_workflow() else None
+
+
+class TemporalUnit:
+    """The activity running now, as the core sees it: one attempt of Temporal's."""
+
+    def attempt(self) -> int:
+        return activity.info().attempt
+
+    def maximum(self) -> int | None:
+        policy = activity.info().retry_policy  # a test server does not report it: None
+        if policy is None:
+            return None
+        return policy.maximum_attempts or sys.maxsize  # 0: Temporal retries without end
+
+    def elapsed(self) -> float:
+        info = activity.info()
+        return (info.current_attempt_scheduled_time - info.scheduled_time).total_seconds()
+
+    def times_out(self) -> bool:
+        return True  # an activity always has a start-to-close or schedule-to-close timeout
+
+
+UNIT: Final = TemporalUnit()
+
+
+def find_unit() -> TemporalUnit | None:
+    """The unit while a Temporal activity runs, else ``None``."""
+    return UNIT if activity.in_activity() else None
 
 
 def _cancelled(error: BaseException) -> bool:
@@ -139,6 +203,7 @@ def register() -> None:
     and the workflow-task errors (non-determinism, the sandbox's refusals) that must
     fail the task for Temporal to see, never be answered to a model."""
     register_workflow_runtime(find)
+    register_engine_unit(find_unit)
     register_control_flow(
         CancelledError,
         workflow.NondeterminismError,
