@@ -138,9 +138,7 @@ def in_place(amount: int) -> dict[str, Any]:
     try:
         return {"content": charge_card(amount), "error_kind": None, "error_id": None}
     except Exception as error:
-        answer = _answer(external.session().handle_error(call, error))
-    tools.flush()
-    return answer
+        return _answer(external.session().handle_error(call, error))
 
 
 @DBOS.step()

@@ -35,9 +35,8 @@ from tests.integrations._dbos_workflows import (
     unguarded,
 )
 from tests.integrations._engines import dbos_launched, dbos_restarted
-from toolguard import ToolCallFailed
+from toolguard import EngineRetry, ToolCallFailed
 from toolguard.integrations.dbos import step_options
-from toolguard import EngineRetry
 
 Logs = list[dict[str, Any]]
 
@@ -125,13 +124,16 @@ def test_a_secret_bearing_failure_is_told_by_id_logged_once_across_a_recovery(
     assert [down_1["error_kind"], down_2["error_kind"]] == ["hidden", "hidden"]
     assert refused["error_kind"] == "unavailable"  # the breaker, decided again the same
     assert SECRET not in journal(launched)
-    # the journal: the tools' steps, the time a breaker reads, the breaker's event logged
-    # once in a step of its own (the hidden causes were logged in the tools' steps)
+    # the journal: the tools' steps; the time the breaker read when it opened and when
+    # it refused; its event, logged once in a step of its own (the hidden causes were
+    # logged in the tools' steps)
     assert steps(launched, workflow_id) == [
         "toolguard.lookup",
-        *("toolguard.now", "toolguard.down") * 2,
-        "toolguard.log",
-        "toolguard.now",
+        "toolguard.down",
+        "toolguard.down",
+        "toolguard.now",  # the breaker opens
+        "toolguard.log",  # breaker_opened
+        "toolguard.now",  # the third call: refused while open
     ]
 
 
@@ -185,13 +187,24 @@ def test_a_failure_on_the_last_attempt_is_answered_in_the_step_and_logged_once(
 # --- async workflows, timeouts, failing the invocation, steps guarded in place -------------
 
 
-async def test_an_async_workflow_and_a_dbos_step_timeout(launched: Path, logs: Logs) -> None:
-    handle = await DBOS.start_workflow_async(ascripted, [["lookup", {"order": 13}], ["slow", {}]])
-    secret, slow = await handle.get_result()
+async def test_an_async_workflow_its_timeouts_and_its_breaker(launched: Path, logs: Logs) -> None:
+    """In an async workflow the time and the log events are recorded from a thread of
+    their own (DBOS's sync run_step): the same journal as a sync workflow's."""
+    down = ["down", {}]
+    script = [["lookup", {"order": 13}], ["slow", {}], down, down, down]
+    handle = await DBOS.start_workflow_async(ascripted, script)
+    secret, slow, *downs = await handle.get_result()
     assert secret["error_kind"] == "hidden" and secret["error_id"] in secret["content"]
     assert slow["error_kind"] == "timeout" and "did not finish within 0.2 s" in slow["content"]
-    assert ATTEMPTS["slow"] == 1
-    assert [event["error_type"] for event in hidden(logs)] == ["ValueError"]
+    assert [answer["error_kind"] for answer in downs] == ["hidden", "hidden", "unavailable"]
+    assert ATTEMPTS["slow"] == 1 and ATTEMPTS["down"] == 2
+    assert [event["error_type"] for event in hidden(logs)] == ["ValueError", "OSError", "OSError"]
+    assert len([event for event in logs if event["event"] == "breaker_opened"]) == 1
+    assert steps(launched, handle.workflow_id)[-3:] == [
+        "toolguard.now",
+        "toolguard.log",
+        "toolguard.now",
+    ]
     assert SECRET not in journal(launched)
 
 

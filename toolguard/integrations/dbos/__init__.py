@@ -19,10 +19,12 @@ In a DBOS workflow::
   which sees the real exception (a hidden cause logged there, once), and the answer,
   never the hidden text, is the step's recorded output.
 * **The workflow side**: the result is made from the recorded output, in the
-  execution's session. Importing this module registers the workflow runtime: ids drawn
-  from the workflow's id in order, the time DBOSTools records as a step, toolguard's
-  log events logged once in a step of their own, named sessions per execution, a
-  step's failure seen through to its root cause.
+  execution's session. Importing this module registers the workflow runtime, for any
+  toolguard use in DBOS workflow code (``DBOSTools``, a framework's capability): ids
+  drawn from the workflow's id in order, the time and each log event recorded in a step
+  of their own (``toolguard.now``, ``toolguard.log``: on recovery, read from the
+  journal, not logged twice), named sessions per execution, a step's failure seen
+  through to its root cause.
 * **One retry owner**: a tool's ``retries`` compile into the step's ``max_attempts``,
   ``interval_seconds``, ``backoff_rate`` and a ``should_retry`` that retries only what
   toolguard hands over (:func:`step_options`, shown by ``toolguard explain --engine

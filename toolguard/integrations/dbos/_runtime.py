@@ -1,31 +1,34 @@
-"""DBOS workflow code, as toolguard's core sees it: a ``WorkflowRuntime``.
+"""DBOS workflow code, as toolguard's core sees it: a ``WorkflowRuntime``; and a DBOS
+step, as the place a tool runs: an ``EngineUnit``.
 
 DBOS runs a workflow's code again when it recovers it (after a crash, on resume), with
 its recorded steps answering from the journal. So, while workflow code runs (a DBOS
-workflow, not one of its steps), toolguard takes from this runtime, per execution of the
-workflow (keyed by DBOS's context object for it):
+workflow, not one of its steps), toolguard takes from this runtime:
 
 * error ids drawn in order from the workflow's id: the same ids when it runs again;
-* the time: the last one ``DBOSTools`` recorded as a step (``toolguard.now``), so a
-  breaker decides the same on recovery;
-* log events, kept until ``DBOSTools`` logs them in a step of their own
-  (``toolguard.log``): when the workflow runs again that step answers from the journal,
-  and nothing is logged twice;
-* named sessions, kept per execution;
+* the time, read in a step of its own (``toolguard.now``): on recovery, the recorded
+  time, so a breaker decides as it did;
+* log events, each logged in a step of its own (``toolguard.log``): on recovery that
+  step answers from the journal, and nothing is logged twice;
+* named sessions, kept per execution of the workflow (keyed by DBOS's context object);
 * a step's failure seen through: ``DBOSMaxStepRetriesExceeded`` to its last attempt's
   error, a step timeout as ``ToolTimeout``, an answered failure to its answer.
 
-Registered, with DBOS's own signals as control flow, when
-``toolguard.integrations.dbos`` is imported.
+A step of an async workflow is recorded from a thread of its own (DBOS's sync
+``run_step``, waited for: a database write). Registered, with DBOS's own signals as
+control flow, when ``toolguard.integrations.dbos`` is imported.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import hashlib
+import threading
 import time
 import weakref
 from collections.abc import Callable, MutableMapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 from dbos import DBOS
@@ -41,6 +44,8 @@ from toolguard import (
 )
 from toolguard.integrations.durable import Answered, EngineGaveUp, call_of, crossing_failure
 
+T = TypeVar("T")
+
 __all__ = [
     "RUNTIME",
     "UNIT",
@@ -50,6 +55,7 @@ __all__ = [
     "engine_timeout",
     "find",
     "find_unit",
+    "recorded",
     "register",
 ]
 
@@ -70,9 +76,44 @@ class Execution:
 
     workflow_id: str
     drawn: int = 0
-    now: float = 0.0
-    events: list[Callable[[], None]] = attrs.Factory(list)
     sessions: dict[Any, Any] = attrs.Factory(dict)
+
+
+def recorded(name: str, function: Callable[[], T]) -> T:
+    """``function()`` run once, as a step of the running workflow named ``name``: on
+    recovery, its recorded result. In an async workflow, DBOS's sync ``run_step`` runs
+    on a thread of its own, in the workflow's context, and is waited for."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return DBOS.run_step({"name": name}, function)
+    context = contextvars.copy_context()
+    outcome: list[Any] = []
+
+    def run() -> T:
+        return DBOS.run_step({"name": name}, function)
+
+    def step() -> None:
+        try:
+            outcome.append((True, context.run(run)))
+        except BaseException as error:  # noqa: BLE001 - carried to the workflow's thread
+            outcome.append((False, error))
+
+    thread = threading.Thread(target=step, name=f"toolguard-{name}")
+    thread.start()
+    thread.join()
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return cast("T", value)
+
+
+def _logged(emit: Callable[[], None]) -> Callable[[], int]:
+    def log() -> int:
+        emit()
+        return 1
+
+    return log
 
 
 class DBOSRuntime:
@@ -96,10 +137,10 @@ class DBOSRuntime:
         return hashlib.blake2b(seed, digest_size=4).hexdigest()
 
     def now(self) -> float:
-        return self.execution().now
+        return recorded("toolguard.now", time.time)
 
     def log(self, emit: Callable[[], None]) -> None:
-        self.execution().events.append(emit)
+        recorded("toolguard.log", _logged(emit))
 
     def sessions(self) -> MutableMapping[Any, Any]:
         return self.execution().sessions

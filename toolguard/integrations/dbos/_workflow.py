@@ -3,22 +3,18 @@
 :class:`DBOSTools` lives in workflow code: each call is a step of the workflow
 (``toolguard.NAME``) run with the options its policy compiles to, and the result is made
 from its recorded output, in the execution's session; on recovery, a recorded step
-answers from the journal and the same result is made again. Before a call of a tool with
-a breaker, the time is recorded as a step (``toolguard.now``), so the breaker decides on
-recovery as it did; after each call, what toolguard logged in workflow code is logged in
-a step of its own (``toolguard.log``), so nothing is logged twice.
+answers from the journal and the same result is made again (what toolguard logs or
+reads of the time in workflow code is recorded in steps of its own: ``_runtime``).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
 
 from dbos import DBOS
 
 from toolguard import Dispatcher, Round, Session, ToolCall, ToolCallFailed, ToolResult
-from toolguard.integrations.dbos._runtime import RUNTIME
 from toolguard.integrations.dbos._steps import PREFIX, arun_tool, run_tool, step_options
 from toolguard.integrations.durable import asettle, call_payload, settle
 
@@ -28,19 +24,13 @@ SESSION: Final = "toolguard-dbos-workflow"
 """The id of the session a workflow execution's calls share by default."""
 
 
-def _logged(events: list[Callable[[], None]]) -> int:
-    for emit in events:
-        emit()
-    return len(events)
-
-
 class DBOSTools:
     """A dispatcher's tools, called from DBOS workflow code as steps.
 
     ``call`` in a sync workflow, ``acall`` in an async one (``run``/``arun`` for a round,
     one call after the other: DBOS numbers steps in the order they start). ``session``
     is where breakers and budgets are kept: by default the execution's own (a named
-    session in workflow code lives in the execution's state, on the recorded time).
+    session in workflow code lives in the execution's state, on recorded time).
     """
 
     def __init__(self, dispatcher: Dispatcher, *, prefix: str = PREFIX) -> None:
@@ -51,8 +41,9 @@ class DBOSTools:
         """The session of the running workflow execution."""
         return self.dispatcher.session(id=SESSION)
 
-    def _breaker(self, tool: str) -> bool:
-        return self.dispatcher.scope().policy(tool).breaker is not None
+    def _known(self, call: ToolCall) -> str | None:
+        tool = call.name
+        return tool if isinstance(tool, str) and tool in self.dispatcher.tools else None
 
     # --- sync workflows -------------------------------------------------------------
 
@@ -60,21 +51,10 @@ class DBOSTools:
         self, call: ToolCall, *, session: Session | None = None, step: str | None = None
     ) -> ToolResult:
         """One call as a step, answered from its recorded output (a sync workflow)."""
-        try:
-            result = self._call(call, session or self.session(), step)
-        except ToolCallFailed:
-            self.flush()
-            raise
-        self.flush()
-        return result
-
-    def _call(self, call: ToolCall, session: Session, step: str | None) -> ToolResult:
-        scope = session.scope(step=step)
-        tool = call.name
-        if not isinstance(tool, str) or tool not in self.dispatcher.tools:
+        scope = (session or self.session()).scope(step=step)
+        tool = self._known(call)
+        if tool is None:
             return scope.unknown_tool(call, self.dispatcher.tools)
-        if self._breaker(tool):
-            RUNTIME.execution().now = DBOS.run_step({"name": "toolguard.now"}, time.time)
         refused = scope.admit(call)
         if refused is not None:
             return refused
@@ -97,35 +77,16 @@ class DBOSTools:
                 outcomes.append(failed)
         return self.dispatcher.round_of(calls, outcomes)
 
-    def flush(self) -> None:
-        """Log what toolguard logged in this execution's workflow code, in a step of its
-        own (a sync workflow); after each call, and before the workflow returns."""
-        events = _taken()
-        if events:
-            DBOS.run_step({"name": "toolguard.log"}, _logged, events)
-
     # --- async workflows ------------------------------------------------------------
 
     async def acall(
         self, call: ToolCall, *, session: Session | None = None, step: str | None = None
     ) -> ToolResult:
         """Async :meth:`call` (an async workflow)."""
-        try:
-            result = await self._acall(call, session or self.session(), step)
-        except ToolCallFailed:
-            await self.aflush()
-            raise
-        await self.aflush()
-        return result
-
-    async def _acall(self, call: ToolCall, session: Session, step: str | None) -> ToolResult:
-        scope = session.scope(step=step)
-        tool = call.name
-        if not isinstance(tool, str) or tool not in self.dispatcher.tools:
+        scope = (session or self.session()).scope(step=step)
+        tool = self._known(call)
+        if tool is None:
             return await scope.aunknown_tool(call, self.dispatcher.tools)
-        if self._breaker(tool):
-            now = await DBOS.run_step_async({"name": "toolguard.now"}, time.time)
-            RUNTIME.execution().now = now
         refused = await scope.aadmit(call)
         if refused is not None:
             return refused
@@ -150,20 +111,5 @@ class DBOSTools:
                 outcomes.append(failed)
         return self.dispatcher.round_of(calls, outcomes)
 
-    async def aflush(self) -> None:
-        """Async :meth:`flush`."""
-        events = _taken()
-        if events:
-            await DBOS.run_step_async({"name": "toolguard.log"}, _logged, events)
-
     def __repr__(self) -> str:
         return f"DBOSTools({', '.join(self.dispatcher.tools)}, prefix={self.prefix!r})"
-
-
-def _taken() -> list[Callable[[], None]]:
-    """The events waiting in this execution, taken (outside a workflow: none)."""
-    if DBOS.workflow_id is None:
-        return []
-    execution = RUNTIME.execution()
-    events, execution.events = execution.events, []
-    return events
