@@ -11,9 +11,11 @@ A missing engine is a failure, never a skip: these raise with what to install.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
+import sqlite3
 import sys
 import sysconfig
 from collections.abc import AsyncIterator, Iterator
@@ -26,6 +28,8 @@ __all__ = [
     "dbos_config",
     "dbos_launched",
     "dbos_restarted",
+    "journal",
+    "steps",
     "temporal_environment",
     "temporal_test_server",
 ]
@@ -88,3 +92,32 @@ def dbos_restarted(directory: Path) -> None:
     DBOS.destroy(destroy_registry=False)
     DBOS(config=dbos_config(directory))
     DBOS.launch()
+
+
+def journal(database: Path) -> str:
+    """Everything DBOS persisted in its SQLite system database, as text: every column
+    of every table, and each base64 value (DBOS's pickles) decoded."""
+    texts: list[str] = []
+    with sqlite3.connect(database) as connection:
+        query = "select name from sqlite_master where type = 'table'"
+        tables = [row[0] for row in connection.execute(query)]
+        for table in tables:
+            if table.startswith("sqlite_"):
+                continue
+            for row in connection.execute(f'select * from "{table}"'):
+                for value in row:
+                    texts.append(str(value))
+                    if isinstance(value, str):
+                        with contextlib.suppress(ValueError):  # not base64: text as it is
+                            texts.append(base64.b64decode(value, validate=True).decode("latin-1"))
+    return "\n".join(texts)
+
+
+def steps(database: Path, workflow_id: str) -> list[str]:
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute(
+            "select function_name from operation_outputs where workflow_uuid = ? "
+            "order by function_id",
+            (workflow_id,),
+        )
+        return [row[0] for row in rows]

@@ -11,10 +11,7 @@ step options and never by toolguard as well.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import logging
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +31,7 @@ from tests.integrations._dbos_workflows import (
     scripted,
     unguarded,
 )
-from tests.integrations._engines import dbos_launched, dbos_restarted
+from tests.integrations._engines import dbos_launched, dbos_restarted, journal, steps
 from toolguard import EngineRetry, ToolCallFailed
 from toolguard.integrations.dbos import step_options
 
@@ -49,34 +46,6 @@ def launched(tmp_path: Path) -> Iterator[Path]:
     with dbos_launched(tmp_path):
         yield tmp_path / "dbos.sqlite"
     ATTEMPTS.clear()
-
-
-def journal(database: Path) -> str:
-    """Everything DBOS persisted, as text: every column of every table, pickles decoded."""
-    texts: list[str] = []
-    with sqlite3.connect(database) as connection:
-        query = "select name from sqlite_master where type = 'table'"
-        tables = [row[0] for row in connection.execute(query)]
-        for table in tables:
-            if table.startswith("sqlite_"):
-                continue
-            for row in connection.execute(f'select * from "{table}"'):
-                for value in row:
-                    texts.append(str(value))
-                    if isinstance(value, str):
-                        with contextlib.suppress(ValueError):  # not base64: text as it is
-                            texts.append(base64.b64decode(value, validate=True).decode("latin-1"))
-    return "\n".join(texts)
-
-
-def steps(database: Path, workflow_id: str) -> list[str]:
-    with sqlite3.connect(database) as connection:
-        rows = connection.execute(
-            "select function_name from operation_outputs where workflow_uuid = ? "
-            "order by function_id",
-            (workflow_id,),
-        )
-        return [row[0] for row in rows]
 
 
 def hidden(logs: Logs) -> Logs:
