@@ -14,9 +14,9 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Final, NoReturn, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
-from toolguard import __version__
+from toolguard import Dispatcher, __version__
 from toolguard._explained import as_json, as_table
 from toolguard._suggest import did_you_mean
 from toolguard.errors import ToolDefinitionError
@@ -94,12 +94,48 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
             )
         names = [args.tool]
     explained = {name: dispatcher.explain(name) for name in names}
+    compiled = _compiled(args.engine, dispatcher, names) if args.engine else None
     if args.json:
-        json.dump(as_json(dispatcher, explained), out, indent=2, ensure_ascii=False)
+        shown = as_json(dispatcher, explained)
+        if compiled is not None:
+            shown["engine"] = {"name": args.engine, "tools": _compiled_json(compiled)}
+        json.dump(shown, out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
         out.write(as_table(dispatcher, explained))
+        if compiled is not None:
+            out.write(_compiled_table(args.engine, compiled))
     return OK
+
+
+Compiled = dict[str, list[tuple[str, str, str]]]
+
+
+def _compiled(engine: str, dispatcher: Dispatcher, names: list[str]) -> Compiled:
+    """What each tool's retries and timeout compile to for a durable engine's options
+    (``toolguard.integrations.temporal``/``dbos``: ``compiled``)."""
+    module = importlib.import_module(f"toolguard.integrations.{engine}")
+    return {name: module.compiled(dispatcher, name) for name in names}
+
+
+def _compiled_json(compiled: Compiled) -> dict[str, Any]:
+    return {
+        tool: [{"option": option, "value": value, "from": source} for option, value, source in rows]
+        for tool, rows in compiled.items()
+    }
+
+
+def _compiled_table(engine: str, compiled: Compiled) -> str:
+    lines = ["", f"compiled for {engine}: the engine retries and times out, toolguard never on top"]
+    for tool, rows in compiled.items():
+        table = [("option", "value", "from"), *rows]
+        widths = [max(len(row[column]) for row in table) for column in range(2)]
+        lines += ["", f"tool {tool}"]
+        lines += [
+            f"  {option.ljust(widths[0])}  {value.ljust(widths[1])}  {source}".rstrip()
+            for option, value, source in table
+        ]
+    return "\n".join(lines) + "\n"
 
 
 # --- toolguard schema MODULE:ATTR --format F ------------------------------------------
@@ -276,6 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--tool", metavar="NAME", help="only this tool")
     explain.add_argument("--json", action="store_true", help="machine-readable output")
+    explain.add_argument(
+        "--engine",
+        choices=("temporal", "dbos"),
+        help="also show each tool's retries and timeout compiled into that durable engine's "
+        "options (docs/durable.md)",
+    )
     explain.set_defaults(run=_explain)
 
     schema = commands.add_parser(
