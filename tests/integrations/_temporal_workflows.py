@@ -18,7 +18,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from toolguard import Breaker, Dispatcher, ToolCall, ToolError, ToolPolicy, tool
-from toolguard.handlers import fail
+from toolguard.handlers import fail, on
 from toolguard.integrations.temporal import WorkflowTools, guard_activity
 
 with workflow.unsafe.imports_passed_through():  # the module itself, not the sandbox's copy
@@ -124,7 +124,11 @@ class ScriptedAgent:
 
 # --- a tool that is its own activity (the Agents SDK's activity_as_tool, for one) ----------
 
-external = Dispatcher([], external_tools=["charge_card"])
+external = Dispatcher(
+    [],
+    external_tools=["charge_card", "leaky_card"],
+    overrides={"leaky_card": ToolPolicy(on_error=on(PermissionError, "The card was declined."))},
+)
 
 
 @activity.defn
@@ -160,6 +164,40 @@ class UnguardedAgent:
             )
         except ActivityError as error:
             return type(error.cause).__name__
+
+
+@workflow.defn
+class UnguardedAnswered:
+    """Calls ``leaky_card`` (no toolguard where it runs) and answers its failure in
+    workflow code: classified by its root cause, the type the activity raised."""
+
+    @workflow.run
+    async def run(self, amount: int) -> dict[str, Any]:
+        call = ToolCall(name="leaky_card", id="c1")
+        try:
+            await workflow.execute_activity(
+                leaky_card,
+                amount,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as error:
+            return _answer(await external.session().ahandle_error(call, error))
+        raise AssertionError("the card is always declined")  # pragma: no cover
+
+
+@workflow.defn
+class RoundAgent:
+    """One round of calls at once, as a model asking for several in one step."""
+
+    @workflow.run
+    async def run(self, orders: list[int]) -> list[dict[str, Any]]:
+        tools = WorkflowTools(agent)
+        calls = [
+            ToolCall(name="lookup", arguments={"order": order}, id=f"c{order}") for order in orders
+        ]
+        round_ = await tools.run(calls)
+        return [_answer(result) for result in round_.results]
 
 
 @workflow.defn

@@ -31,8 +31,10 @@ from tests.integrations._temporal_workflows import (
     ATTEMPTS,
     SECRET,
     InPlaceAgent,
+    RoundAgent,
     ScriptedAgent,
     UnguardedAgent,
+    UnguardedAnswered,
     agent,
     charge_card,
     leaky_card,
@@ -61,7 +63,7 @@ async def worker(environment: WorkflowEnvironment, queue: str) -> AsyncIterator[
     async with Worker(
         environment.client,
         task_queue=queue,
-        workflows=[ScriptedAgent, InPlaceAgent, UnguardedAgent],
+        workflows=[ScriptedAgent, InPlaceAgent, UnguardedAgent, UnguardedAnswered, RoundAgent],
         activities=[charge_card, leaky_card],
         plugins=[ToolguardPlugin(agent)],
     ) as running:
@@ -315,3 +317,29 @@ async def test_a_guarded_activity_crosses_only_its_answer(
         "visible",
     )
     assert (await in_place(temporal, 5))["content"] == "charged 5"
+
+
+async def run_workflow(environment: WorkflowEnvironment, run: Any, argument: Any) -> Any:
+    queue = f"agent-{uuid.uuid4()}"
+    async with worker(environment, queue):
+        return await environment.client.execute_workflow(
+            run, argument, id=f"wf-{uuid.uuid4()}", task_queue=queue
+        )
+
+
+async def test_an_unguarded_activitys_failure_is_answered_by_its_root_cause(
+    temporal: WorkflowEnvironment, logs: Logs
+) -> None:
+    """Not ActivityError: the type the activity raised, which a handler can name."""
+    answer = await run_workflow(temporal, UnguardedAnswered.run, 500)
+    assert answer["content"] == "The card was declined." and answer["error_kind"] == "hidden"
+    [event] = hidden(logs)  # logged once, in the workflow (replay-safe), by its root cause
+    assert event["error_type"] == "PermissionError"
+
+
+async def test_a_round_runs_its_calls_at_once_and_assembles_as_run_does(
+    temporal: WorkflowEnvironment,
+) -> None:
+    told = await run_workflow(temporal, RoundAgent.run, [7, 42, 13])
+    assert [answer["error_kind"] for answer in told] == [None, "visible", "hidden"]
+    assert told[0]["content"] == "order 7: shipped"
