@@ -154,3 +154,18 @@ def unguarded() -> str:
         return leaky()
     except ValueError as error:
         return type(error).__name__
+
+
+@DBOS.workflow()
+def scripted_round(orders: list[int]) -> list[dict[str, Any]]:
+    """One round of calls, in a sync workflow."""
+    calls = [ToolCall(name="lookup", arguments={"order": o}, id=f"c{o}") for o in orders]
+    return [_answer(result) for result in tools.run(calls).results]
+
+
+@DBOS.workflow()
+async def ascripted_round(orders: list[int]) -> list[dict[str, Any]]:
+    """One round of calls, in an async workflow; and a tool no one has."""
+    calls = [ToolCall(name="lookup", arguments={"order": o}, id=f"c{o}") for o in orders]
+    round_ = await tools.arun([*calls, ToolCall(name="serch", id="c0")])
+    return [_answer(result) for result in round_.results]

@@ -27,8 +27,10 @@ from tests.integrations._dbos_workflows import (
     Crash,
     agent,
     ascripted,
+    ascripted_round,
     in_place,
     scripted,
+    scripted_round,
     unguarded,
 )
 from tests.integrations._engines import dbos_launched, dbos_restarted, journal, steps
@@ -197,3 +199,12 @@ def test_a_guarded_step_crosses_only_its_answer(launched: Path, logs: Logs) -> N
 def test_an_unknown_tool_is_answered_in_the_workflow(launched: Path) -> None:
     [told] = play([["serch", {"q": "x"}]])
     assert told["error_kind"] == "unknown_tool" and "lookup" in told["content"]
+
+
+async def test_rounds_in_sync_and_async_workflows(launched: Path) -> None:
+    told = DBOS.start_workflow(scripted_round, [7, 42, 13]).get_result()
+    assert [answer["error_kind"] for answer in told] == [None, "visible", "hidden"]
+    handle = await DBOS.start_workflow_async(ascripted_round, [7, 42])
+    told = await handle.get_result()
+    assert [answer["error_kind"] for answer in told] == [None, "visible", "unknown_tool"]
+    assert SECRET not in journal(launched)
