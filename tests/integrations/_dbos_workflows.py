@@ -41,6 +41,13 @@ FAST = Retry(attempts=3, initial=0.01, jitter=0)
 
 
 @tool(retries=FAST)
+def cancel(order: int) -> str:
+    """Retried on a transient failure; a ToolError is an answer, never retried."""
+    attempted("cancel")
+    raise ToolError(f"Order {order} has shipped; it cannot be cancelled.")
+
+
+@tool(retries=FAST)
 def flaky() -> str:
     """Fails twice, then works."""
     if attempted("flaky") < 3:
@@ -77,7 +84,7 @@ def down() -> str:
 
 
 agent = Dispatcher(
-    [lookup, flaky, unreachable, slow, fatal, down],
+    [lookup, cancel, flaky, unreachable, slow, fatal, down],
     overrides={"down": ToolPolicy(breaker=Breaker(failures=2, cooldown=3600))},
 )
 tools = DBOSTools(agent)

@@ -45,6 +45,13 @@ def lookup(order: int) -> str:
 
 
 @tool(retries=2)
+def cancel(order: int) -> str:
+    """Retried on a transient failure; a ToolError is an answer, never retried."""
+    attempted("cancel")
+    raise ToolError(f"Order {order} has shipped; it cannot be cancelled.")
+
+
+@tool(retries=2)
 def flaky() -> str:
     """Fails twice, then works."""
     if attempted("flaky") < 3:
@@ -89,7 +96,7 @@ def down() -> str:
 
 
 agent = Dispatcher(
-    [lookup, flaky, unreachable, slow, hang, fatal, down],
+    [lookup, cancel, flaky, unreachable, slow, hang, fatal, down],
     overrides={"down": ToolPolicy(breaker=Breaker(failures=2, cooldown=60))},
 )
 

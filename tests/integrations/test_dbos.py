@@ -111,10 +111,14 @@ def test_a_secret_bearing_failure_is_told_by_id_logged_once_across_a_recovery(
 def test_a_tool_error_reaches_the_model_with_its_text_after_one_attempt(
     launched: Path, logs: Logs
 ) -> None:
-    [told] = play([["lookup", {"order": 42}]])
+    assert step_options(agent, "cancel")["max_attempts"] == 3  # DBOS would retry it
+    [told, cancelled] = play([["lookup", {"order": 42}], ["cancel", {"order": 7}]])
     assert told["content"] == "There is no order 42. Ask the user to check the number."
-    assert told["error_kind"] == "visible" and ATTEMPTS["lookup"] == 1
+    assert cancelled["content"] == "Order 7 has shipped; it cannot be cancelled."
+    assert [told["error_kind"], cancelled["error_kind"]] == ["visible", "visible"]
+    assert ATTEMPTS == {"lookup": 1, "cancel": 1}  # a ToolError is an answer: one attempt
     assert hidden(logs) == []
+    assert [event for event in logs if event["event"] == "tool_retry"] == []
 
 
 def test_a_transient_failure_is_retried_by_dbos_per_the_compiled_step_options(

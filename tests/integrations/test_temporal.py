@@ -172,14 +172,21 @@ async def test_a_secret_bearing_failure_is_told_by_id_logged_once_across_a_repla
 async def test_a_tool_error_reaches_the_model_with_its_text_after_one_attempt(
     temporal: WorkflowEnvironment, logs: Logs
 ) -> None:
-    told, handle = await play(temporal, [["call", "lookup", {"order": 42}]])
+    script = [["call", "lookup", {"order": 42}], ["call", "cancel", {"order": 7}]]
+    told, handle = await play(temporal, script)
     assert told[0]["content"] == "There is no order 42. Ask the user to check the number."
-    assert told[0]["error_kind"] == "visible" and told[0]["error_id"] is None
-    assert ATTEMPTS["lookup"] == 1
+    assert told[1]["content"] == "Order 7 has shipped; it cannot be cancelled."
+    assert [(a["error_kind"], a["error_id"]) for a in told] == [("visible", None)] * 2
+    assert ATTEMPTS == {"lookup": 1, "cancel": 1}
     history = await handle.fetch_history()
-    [started] = events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
-    assert started.activity_task_started_event_attributes.attempt == 1
+    # cancel has retries=2: Temporal would retry it, but a ToolError is an answer
+    scheduled = events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    assert scheduled[1].activity_task_scheduled_event_attributes.retry_policy.maximum_attempts == 3
+    started = events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    assert [event.activity_task_started_event_attributes.attempt for event in started] == [1, 1]
+    assert events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED) == []
     assert hidden(logs) == []
+    assert [event for event in logs if event["event"] == "tool_retry"] == []
 
 
 async def test_a_transient_failure_is_retried_by_temporal_per_the_compiled_policy(
