@@ -42,6 +42,7 @@ with a breaker or a budget does not run. Either way the outage is logged once.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final
 
 from toolguard.errors import (
@@ -132,15 +133,18 @@ def failed(error: Exception | None, visible: bool) -> bool | None:
     return isinstance(error, ToolTimeout) or not visible
 
 
-def settle(record: Record, failure: bool, breaker: Breaker, now: float) -> str | None:
+def settle(
+    record: Record, failure: bool, breaker: Breaker, clock: Callable[[], float]
+) -> str | None:
     """R2: record one outcome; the event it causes (:data:`EVENT_BREAKER_OPENED`,
-    :data:`EVENT_BREAKER_CLOSED` or ``None``)."""
+    :data:`EVENT_BREAKER_CLOSED` or ``None``). ``clock`` is read only when the breaker
+    opens (in a durable engine's workflow each reading is recorded)."""
     was_open = record.opened_at is not None
     record.lease_until = None
     if failure:
         record.failures += 1
         if was_open or record.failures >= breaker.failures:
-            record.opened_at = now
+            record.opened_at = clock()
             record.cooldown = breaker.cooldown
             return EVENT_BREAKER_OPENED
         return None

@@ -304,7 +304,7 @@ class MemoryStep:
             record = session._tools.get(tool)
             if record is None:
                 record = session._tools[tool] = Record()
-            event = settle(record, failure, breaker, session._clock())
+            event = settle(record, failure, breaker, session._clock)
             failures = record.failures
         if event == EVENT_BREAKER_OPENED:
             emit("warning", event, tool=tool, failures=failures)
