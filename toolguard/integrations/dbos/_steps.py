@@ -13,10 +13,8 @@ to a framework: its value as it is, its answered failure raised as ``Answered``.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 from dbos import DBOS, StepOptions
 
@@ -24,11 +22,10 @@ from toolguard import Dispatcher, EngineRetry, ToolCall
 from toolguard.integrations.durable import (
     Crossing,
     aanswer,
-    aanswer_invocation,
     answer,
-    answer_invocation,
     call_of,
     engine_retries,
+    guard_invocation,
 )
 
 __all__ = [
@@ -124,23 +121,7 @@ def guard_step(dispatcher: Dispatcher, *, tool: str | None = None) -> Callable[[
     """
 
     def decorate(function: F) -> F:
-        name = tool or function.__name__
-        if inspect.iscoroutinefunction(function):
-
-            @functools.wraps(function)
-            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                async def invoke() -> Any:
-                    return await function(*args, **kwargs)
-
-                return await aanswer_invocation(dispatcher, _call(name), invoke)
-
-            return cast("F", guarded_async)
-
-        @functools.wraps(function)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            return answer_invocation(dispatcher, _call(name), lambda: function(*args, **kwargs))
-
-        return cast("F", guarded)
+        return guard_invocation(dispatcher, function, tool or function.__name__, _call)
 
     return decorate
 

@@ -24,7 +24,8 @@ on it, and another engine's integration can be (docs/durable.md).
   as a tool): :func:`aanswer_invocation` (and :func:`answer_invocation`) keeps its
   value as it is and raises its answered failure as :class:`Answered`, carrying only
   the crossing; in workflow code, the engine's runtime sees the engine's wrapper
-  through to it (a :class:`~toolguard.RemoteFailure`).
+  through to it (a :class:`~toolguard.RemoteFailure`). :func:`guard_invocation`
+  guards such a function, sync or async, for an engine's decorator.
 * :func:`engine_retries`: a tool's ``retries`` and ``timeout`` as an engine's options.
 """
 
@@ -35,6 +36,7 @@ from toolguard.integrations.durable._answer import (
     aanswer_invocation,
     answer,
     answer_invocation,
+    guard_invocation,
 )
 from toolguard.integrations.durable._crossing import (
     CROSSING_VERSION,
@@ -71,6 +73,7 @@ __all__ = [
     "content_of",
     "crossing_failure",
     "engine_retries",
+    "guard_invocation",
     "is_crossing",
     "never_retried",
     "settle",

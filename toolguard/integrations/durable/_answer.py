@@ -12,13 +12,16 @@ raises its answered failure as :class:`Answered`.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 
 from toolguard import (
     Dispatcher,
+    EngineRetry,
     RetryWithFeedback,
     ToolCall,
     ToolCallFailed,
@@ -35,9 +38,11 @@ __all__ = [
     "aanswer_invocation",
     "answer",
     "answer_invocation",
+    "guard_invocation",
 ]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Answered(Exception):
@@ -150,6 +155,48 @@ async def aanswer_invocation(
         except ToolCallFailed as failed:
             crossed = _failed(failed)
     raise Answered(crossed)
+
+
+def guard_invocation(
+    dispatcher: Dispatcher,
+    function: F,
+    name: str,
+    call: Callable[[str], ToolCall],
+    raised: Callable[[EngineRetry | Answered], Exception] | None = None,
+) -> F:
+    """``function`` (sync or async), a tool that is its own unit, guarded: each call is
+    :func:`answer_invocation` (or :func:`aanswer_invocation`) of ``call(name)``, the
+    engine's call for this unit. What crosses raised (``EngineRetry``, :class:`Answered`)
+    propagates as it is, or as ``raised(it)``, the engine's own error, raised outside
+    the handler so that nothing chains to it."""
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+            async def invoke() -> Any:
+                return await function(*args, **kwargs)
+
+            try:
+                return await aanswer_invocation(dispatcher, call(name), invoke)
+            except (EngineRetry, Answered) as failure:
+                if raised is None:
+                    raise
+                crossed = failure
+            raise raised(crossed)
+
+        return cast("F", guarded_async)
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return answer_invocation(dispatcher, call(name), lambda: function(*args, **kwargs))
+        except (EngineRetry, Answered) as failure:
+            if raised is None:
+                raise
+            crossed = failure
+        raise raised(crossed)
+
+    return cast("F", guarded)
 
 
 def _answerable(error: Exception) -> bool:

@@ -15,10 +15,8 @@ whose details are the crossing. Nothing raised here chains to the tool's excepti
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -28,9 +26,8 @@ from toolguard.integrations.durable import (
     CROSSING_VERSION,
     Answered,
     aanswer,
-    aanswer_invocation,
-    answer_invocation,
     call_of,
+    guard_invocation,
 )
 
 __all__ = ["PREFIX", "activity_name", "guard_activity", "tool_activities"]
@@ -105,30 +102,6 @@ def guard_activity(dispatcher: Dispatcher, *, tool: str | None = None) -> Callab
     """
 
     def decorate(function: F) -> F:
-        name = tool or function.__name__
-        if inspect.iscoroutinefunction(function):
-
-            @functools.wraps(function)
-            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                async def invoke() -> Any:
-                    return await function(*args, **kwargs)
-
-                try:
-                    return await aanswer_invocation(dispatcher, _call(name), invoke)
-                except (EngineRetry, Answered) as failure:
-                    crossed = failure
-                raise _error(crossed)  # outside the handler: nothing chained to it
-
-            return cast("F", guarded_async)
-
-        @functools.wraps(function)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return answer_invocation(dispatcher, _call(name), lambda: function(*args, **kwargs))
-            except (EngineRetry, Answered) as failure:
-                crossed = failure
-            raise _error(crossed)  # outside the handler: nothing chained to it
-
-        return cast("F", guarded)
+        return guard_invocation(dispatcher, function, tool or function.__name__, _call, _error)
 
     return decorate
