@@ -19,12 +19,10 @@ from pydantic_ai import (
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolguard import Dispatcher, Retry, ToolError, ToolPolicy
+from tests.integrations._orders import find_order, flaky_connection
+from toolguard import Dispatcher, Retry, ToolPolicy
 from toolguard.integrations.dbos import guard_step, step_options
 from toolguard.integrations.pydantic_ai import ToolguardCapability
-
-SECRET = "db-password=hunter2"
-ATTEMPTS: dict[str, int] = {}
 
 guard = Dispatcher(
     [],
@@ -37,22 +35,14 @@ guard = Dispatcher(
 @guard_step(guard)
 async def lookup(order: int) -> str:
     """Find an order."""
-    ATTEMPTS["lookup"] = ATTEMPTS.get("lookup", 0) + 1
-    if order == 42:
-        raise ToolError("There is no order 42. Ask the user to check the number.")
-    if order == 13:
-        raise ValueError(f"orders table unreachable ({SECRET})")
-    return f"order {order}: shipped"
+    return find_order(order)
 
 
 @DBOS.step(**step_options(guard, "reconnect"))
 @guard_step(guard)
 async def reconnect() -> str:
     """Fails twice, then works."""
-    ATTEMPTS["reconnect"] = ATTEMPTS.get("reconnect", 0) + 1
-    if ATTEMPTS["reconnect"] < 3:
-        raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
-    return "connected"
+    return flaky_connection("reconnect")
 
 
 PLAN: list[tuple[str, dict[str, Any]]] = [

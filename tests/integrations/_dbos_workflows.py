@@ -8,12 +8,12 @@ from typing import Any
 
 from dbos import DBOS
 
+from tests.integrations._orders import SECRET, attempted, find_order, flaky_connection
+from tests.integrations._orders import told as _answer
 from toolguard import Breaker, Dispatcher, Retry, ToolCall, ToolError, ToolPolicy, tool
 from toolguard.handlers import fail
 from toolguard.integrations.dbos import DBOSTools, guard_step, should_retry
 
-SECRET = "db-password=hunter2"
-ATTEMPTS: dict[str, int] = {}
 CRASH: dict[str, bool] = {"after_tools": False}
 
 
@@ -21,20 +21,10 @@ class Crash(BaseException):
     """The process dies: the workflow stays pending, to be recovered on the next launch."""
 
 
-def attempted(name: str) -> int:
-    ATTEMPTS[name] = ATTEMPTS.get(name, 0) + 1
-    return ATTEMPTS[name]
-
-
 @tool
 def lookup(order: int) -> str:
     """Find an order."""
-    attempted("lookup")
-    if order == 42:
-        raise ToolError("There is no order 42. Ask the user to check the number.")
-    if order == 13:
-        raise ValueError(f"orders table unreachable ({SECRET})")
-    return f"order {order}: shipped"
+    return find_order(order)
 
 
 FAST = Retry(attempts=3, initial=0.01, jitter=0)
@@ -50,9 +40,7 @@ def cancel(order: int) -> str:
 @tool(retries=FAST)
 def flaky() -> str:
     """Fails twice, then works."""
-    if attempted("flaky") < 3:
-        raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
-    return "connected"
+    return flaky_connection("flaky")
 
 
 @tool(retries=Retry(attempts=2, initial=0.01, jitter=0))
@@ -88,15 +76,6 @@ agent = Dispatcher(
     overrides={"down": ToolPolicy(breaker=Breaker(failures=2, cooldown=3600))},
 )
 tools = DBOSTools(agent)
-
-
-def _answer(result: Any) -> dict[str, Any]:
-    return {
-        "content": result.text,
-        "error_id": result.error_id,
-        "error_kind": result.error_kind,
-        "is_error": result.is_error,
-    }
 
 
 @DBOS.workflow()

@@ -12,7 +12,8 @@ from typing import Any
 from temporalio import activity, workflow
 from temporalio.openai_agents.workflow import activity_as_tool
 
-from toolguard import Dispatcher, ToolError
+from tests.integrations._orders import find_order
+from toolguard import Dispatcher
 from toolguard.integrations.temporal import activity_options, guard_activity
 
 with workflow.unsafe.imports_passed_through():
@@ -20,8 +21,6 @@ with workflow.unsafe.imports_passed_through():
 
     from toolguard.integrations.openai_agents import guard
 
-SECRET = "db-password=hunter2"
-ATTEMPTS: dict[str, int] = {}
 
 orders = Dispatcher([], external_tools=["lookup_order"])
 
@@ -30,12 +29,7 @@ orders = Dispatcher([], external_tools=["lookup_order"])
 @guard_activity(orders)
 async def lookup_order(order: int) -> str:
     """Find an order by its number."""
-    ATTEMPTS["lookup_order"] = ATTEMPTS.get("lookup_order", 0) + 1
-    if order == 42:
-        raise ToolError("There is no order 42. Ask the user to check the number.")
-    if order == 13:
-        raise ValueError(f"orders table unreachable ({SECRET})")
-    return f"order {order}: shipped"
+    return find_order(order, "lookup_order")
 
 
 @workflow.defn

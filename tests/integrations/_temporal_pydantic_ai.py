@@ -21,32 +21,22 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityConfig
 
-from toolguard import Dispatcher, ToolError, tool
+from tests.integrations._orders import find_order, flaky_connection
+from toolguard import Dispatcher, tool
 from toolguard.integrations.pydantic_ai import ToolguardCapability, as_pydantic_ai_tool
 from toolguard.integrations.temporal import activity_options
-
-SECRET = "db-password=hunter2"
-ATTEMPTS: dict[str, int] = {}
 
 
 @tool
 def lookup(order: int) -> str:
     """Find an order."""
-    ATTEMPTS["lookup"] = ATTEMPTS.get("lookup", 0) + 1
-    if order == 42:
-        raise ToolError("There is no order 42. Ask the user to check the number.")
-    if order == 13:
-        raise ValueError(f"orders table unreachable ({SECRET})")
-    return f"order {order}: shipped"
+    return find_order(order)
 
 
 @tool(retries=2)
 def reconnect() -> str:
     """Fails twice, then works."""
-    ATTEMPTS["reconnect"] = ATTEMPTS.get("reconnect", 0) + 1
-    if ATTEMPTS["reconnect"] < 3:
-        raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
-    return "connected"
+    return flaky_connection("reconnect")
 
 
 guard = Dispatcher([lookup, reconnect])

@@ -17,6 +17,8 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
+from tests.integrations._orders import SECRET, attempted, find_order, flaky_connection
+from tests.integrations._orders import told as _answer
 from toolguard import Breaker, Dispatcher, ToolCall, ToolError, ToolPolicy, tool
 from toolguard.handlers import fail, on
 from toolguard.integrations.temporal import WorkflowTools, guard_activity
@@ -24,24 +26,11 @@ from toolguard.integrations.temporal import WorkflowTools, guard_activity
 with workflow.unsafe.imports_passed_through():  # the module itself, not the sandbox's copy
     import tests.integrations._recorder as _recorder
 
-SECRET = "db-password=hunter2"
-ATTEMPTS: dict[str, int] = {}
-
-
-def attempted(name: str) -> int:
-    ATTEMPTS[name] = ATTEMPTS.get(name, 0) + 1
-    return ATTEMPTS[name]
-
 
 @tool
 def lookup(order: int) -> str:
     """Find an order."""
-    attempted("lookup")
-    if order == 42:
-        raise ToolError("There is no order 42. Ask the user to check the number.")
-    if order == 13:
-        raise ValueError(f"orders table unreachable ({SECRET})")
-    return f"order {order}: shipped"
+    return find_order(order)
 
 
 @tool(retries=2)
@@ -54,9 +43,7 @@ def cancel(order: int) -> str:
 @tool(retries=2)
 def flaky() -> str:
     """Fails twice, then works."""
-    if attempted("flaky") < 3:
-        raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
-    return "connected"
+    return flaky_connection("flaky")
 
 
 @tool(timeout=1, retries=None)
@@ -99,15 +86,6 @@ agent = Dispatcher(
     [lookup, cancel, flaky, unreachable, slow, hang, fatal, down],
     overrides={"down": ToolPolicy(breaker=Breaker(failures=2, cooldown=60))},
 )
-
-
-def _answer(result: Any) -> dict[str, Any]:
-    return {
-        "content": result.text,
-        "error_id": result.error_id,
-        "error_kind": result.error_kind,
-        "is_error": result.is_error,
-    }
 
 
 @workflow.defn

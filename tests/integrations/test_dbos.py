@@ -21,9 +21,7 @@ import pytest
 from dbos import DBOS, SetWorkflowID
 
 from tests.integrations._dbos_workflows import (
-    ATTEMPTS,
     CRASH,
-    SECRET,
     Crash,
     agent,
     ascripted,
@@ -34,6 +32,7 @@ from tests.integrations._dbos_workflows import (
     unguarded,
 )
 from tests.integrations._engines import dbos_launched, dbos_restarted, journal, steps
+from tests.integrations._orders import ATTEMPTS, SECRET
 from toolguard import EngineRetry, ToolCallFailed
 from toolguard.integrations.dbos import step_options
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from tests.integrations._dbos_pydantic_ai import ATTEMPTS, SECRET, support_workflow
+from tests.integrations._dbos_pydantic_ai import support_workflow
 from tests.integrations._engines import dbos_launched, journal
+from tests.integrations._orders import ATTEMPTS, SECRET
 
 Logs = list[dict[str, Any]]
 

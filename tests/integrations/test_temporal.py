@@ -27,9 +27,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from tests.integrations import _recorder
 from tests.integrations._engines import temporal_environment
+from tests.integrations._orders import ATTEMPTS, SECRET
 from tests.integrations._temporal_workflows import (
-    ATTEMPTS,
-    SECRET,
     InPlaceAgent,
     RoundAgent,
     ScriptedAgent,

@@ -17,9 +17,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.integrations._engines import temporal_test_server
+from tests.integrations._orders import ATTEMPTS, SECRET
 from tests.integrations._temporal_openai_agents import (
-    ATTEMPTS,
-    SECRET,
     SupportWorkflow,
     lookup_order,
 )

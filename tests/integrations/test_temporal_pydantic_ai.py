@@ -20,7 +20,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from tests.integrations._engines import temporal_test_server
-from tests.integrations._temporal_pydantic_ai import ATTEMPTS, SECRET, SupportWorkflow, support
+from tests.integrations._orders import ATTEMPTS, SECRET
+from tests.integrations._temporal_pydantic_ai import SupportWorkflow, support
 from toolguard.integrations.temporal import ToolguardPlugin
 
 Logs = list[dict[str, Any]]
