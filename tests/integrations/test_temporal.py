@@ -91,7 +91,9 @@ def hidden(logs: Logs) -> Logs:
 
 async def replay(history: WorkflowHistory) -> None:
     """Replay ``history`` as a worker would after a restart: a nondeterminism fails it."""
-    replayer = Replayer(workflows=[ScriptedAgent, InPlaceAgent], plugins=[ToolguardPlugin()])
+    replayer = Replayer(
+        workflows=[ScriptedAgent, InPlaceAgent, UnguardedAnswered], plugins=[ToolguardPlugin()]
+    )
     await replayer.replay_workflow(history)
 
 
@@ -258,9 +260,12 @@ async def test_a_breaker_is_kept_in_workflow_state_on_temporals_clock(
     assert kinds == ["hidden", "hidden", "unavailable", "hidden"]
     assert ATTEMPTS["down"] == 3  # refused while open, tried again after the cool-down
     assert len(hidden(logs)) == 3
+    opened = [event["failures"] for event in logs if event["event"] == "breaker_opened"]
+    assert opened == [2, 3]  # logged in the workflow: opened, then again after its trial
     await replay(await handle.fetch_history())
     assert _recorder.ANSWERS[(handle.id, True)] == told
     assert len(hidden(logs)) == 3
+    assert [event["failures"] for event in logs if event["event"] == "breaker_opened"] == opened
 
 
 async def test_an_unknown_tool_is_answered_in_the_workflow(temporal: WorkflowEnvironment) -> None:
@@ -337,10 +342,17 @@ async def test_an_unguarded_activitys_failure_is_answered_by_its_root_cause(
     temporal: WorkflowEnvironment, logs: Logs
 ) -> None:
     """Not ActivityError: the type the activity raised, which a handler can name."""
-    answer = await run_workflow(temporal, UnguardedAnswered.run, 500)
+    queue = f"agent-{uuid.uuid4()}"
+    async with worker(temporal, queue):
+        handle = await temporal.client.start_workflow(
+            UnguardedAnswered.run, 500, id=f"wf-{uuid.uuid4()}", task_queue=queue
+        )
+        answer = await handle.result()
     assert answer["content"] == "The card was declined." and answer["error_kind"] == "hidden"
-    [event] = hidden(logs)  # logged once, in the workflow (replay-safe), by its root cause
-    assert event["error_type"] == "PermissionError"
+    [event] = hidden(logs)  # logged in the workflow, by its root cause
+    assert (event["error_type"], event["error_id"]) == ("PermissionError", answer["error_id"])
+    await replay(await handle.fetch_history())
+    assert hidden(logs) == [event]  # not again on replay
 
 
 async def test_a_round_runs_its_calls_at_once_and_assembles_as_run_does(
