@@ -70,6 +70,14 @@ SLOW: dict[str, tuple[str, ...]] = {
         "tests/test_stores_faults.py",
         "tests/test_stores_differential.py::test_seeded_sequences_answer_alike_on_both_stores",
     ),
+    "starts a durable engine (Temporal's test server, DBOS on SQLite)": (
+        "tests/integrations/test_temporal.py",
+        "tests/integrations/test_temporal_pydantic_ai.py",
+        "tests/integrations/test_temporal_openai_agents.py",
+        "tests/integrations/test_dbos.py",
+        "tests/integrations/test_dbos_pydantic_ai.py",
+        "tests/integrations/test_durable_bench.py",
+    ),
     "waits out a store's wait bound or a key's expiry": (
         "tests/test_stores_edges.py::test_a_session_in_use_keeps_its_state_and_an_idle_one_is_forgotten",
         "tests/test_stores_edges.py::test_a_store_error_of_any_type_is_an_outage_not_the_tools_failure",
