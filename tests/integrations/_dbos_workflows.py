@@ -8,10 +8,16 @@ from typing import Any
 
 from dbos import DBOS
 
-from tests.integrations._orders import SECRET, attempted, find_order, flaky_connection
+from tests.integrations._orders import (
+    SECRET,
+    attempted,
+    down,
+    fatal,
+    find_order,
+    flaky_connection,
+)
 from tests.integrations._orders import told as _answer
 from toolguard import Breaker, Dispatcher, Retry, ToolCall, ToolError, ToolPolicy, tool
-from toolguard.handlers import fail
 from toolguard.integrations.dbos import DBOSTools, guard_step, should_retry
 
 CRASH: dict[str, bool] = {"after_tools": False}
@@ -56,19 +62,6 @@ async def slow() -> str:
     attempted("slow")
     await asyncio.sleep(30)
     return "too late"
-
-
-@tool(on_error=fail)
-def fatal() -> str:
-    """Its handler fails the invocation."""
-    raise RuntimeError(f"corrupt ledger ({SECRET})")
-
-
-@tool
-def down() -> str:
-    """Always fails."""
-    attempted("down")
-    raise OSError(f"disk full ({SECRET})")
 
 
 agent = Dispatcher(

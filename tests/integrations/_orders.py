@@ -2,7 +2,8 @@
 tool's runs, the secret they must never find, and what the model was told.
 
 Each test module decorates these bodies as its engine or framework wants (a toolguard
-``@tool``, an activity, a DBOS step). Temporal's sandbox re-imports this module with a
+``@tool``, an activity, a DBOS step); ``fatal`` and ``down`` are the same tools on both
+engines. Temporal's sandbox re-imports this module with a
 workflow's; the tools run in activities, outside it, where ``ATTEMPTS`` is counted.
 """
 
@@ -10,9 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolguard import ToolError, ToolResult
+from toolguard import ToolError, ToolResult, tool
+from toolguard.handlers import fail
 
-__all__ = ["ATTEMPTS", "SECRET", "attempted", "find_order", "flaky_connection", "told"]
+__all__ = [
+    "ATTEMPTS",
+    "SECRET",
+    "attempted",
+    "down",
+    "fatal",
+    "find_order",
+    "flaky_connection",
+    "told",
+]
 
 SECRET = "db-password=hunter2"
 ATTEMPTS: dict[str, int] = {}
@@ -40,6 +51,19 @@ def flaky_connection(tool: str) -> str:
     if attempted(tool) < 3:
         raise ConnectionError(f"connection reset by 10.0.0.7 ({SECRET})")
     return "connected"
+
+
+@tool(on_error=fail)
+def fatal() -> str:
+    """Its handler fails the invocation."""
+    raise RuntimeError(f"corrupt ledger ({SECRET})")
+
+
+@tool
+def down() -> str:
+    """Always fails."""
+    attempted("down")
+    raise OSError(f"disk full ({SECRET})")
 
 
 def told(result: ToolResult) -> dict[str, Any]:

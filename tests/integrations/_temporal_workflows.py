@@ -17,10 +17,17 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from tests.integrations._orders import SECRET, attempted, find_order, flaky_connection
+from tests.integrations._orders import (
+    SECRET,
+    attempted,
+    down,
+    fatal,
+    find_order,
+    flaky_connection,
+)
 from tests.integrations._orders import told as _answer
 from toolguard import Breaker, Dispatcher, ToolCall, ToolError, ToolPolicy, tool
-from toolguard.handlers import fail, on
+from toolguard.handlers import on
 from toolguard.integrations.temporal import WorkflowTools, guard_activity
 
 with workflow.unsafe.imports_passed_through():  # the module itself, not the sandbox's copy
@@ -67,19 +74,6 @@ async def hang() -> str:
     attempted("hang")
     await asyncio.sleep(60)
     return "done"
-
-
-@tool(on_error=fail)
-def fatal() -> str:
-    """Its handler fails the invocation."""
-    raise RuntimeError(f"corrupt ledger ({SECRET})")
-
-
-@tool
-def down() -> str:
-    """Always fails."""
-    attempted("down")
-    raise OSError(f"disk full ({SECRET})")
 
 
 agent = Dispatcher(

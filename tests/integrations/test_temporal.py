@@ -330,24 +330,22 @@ async def test_a_guarded_activity_crosses_only_its_answer(
     assert (await in_place(temporal, 5))["content"] == "charged 5"
 
 
-async def run_workflow(environment: WorkflowEnvironment, run: Any, argument: Any) -> Any:
+async def run_workflow(
+    environment: WorkflowEnvironment, run: Any, argument: Any
+) -> tuple[Any, WorkflowHandle[Any, Any]]:
     queue = f"agent-{uuid.uuid4()}"
     async with worker(environment, queue):
-        return await environment.client.execute_workflow(
+        handle = await environment.client.start_workflow(
             run, argument, id=f"wf-{uuid.uuid4()}", task_queue=queue
         )
+        return await handle.result(), handle
 
 
 async def test_an_unguarded_activitys_failure_is_answered_by_its_root_cause(
     temporal: WorkflowEnvironment, logs: Logs
 ) -> None:
     """Not ActivityError: the type the activity raised, which a handler can name."""
-    queue = f"agent-{uuid.uuid4()}"
-    async with worker(temporal, queue):
-        handle = await temporal.client.start_workflow(
-            UnguardedAnswered.run, 500, id=f"wf-{uuid.uuid4()}", task_queue=queue
-        )
-        answer = await handle.result()
+    answer, handle = await run_workflow(temporal, UnguardedAnswered.run, 500)
     assert answer["content"] == "The card was declined." and answer["error_kind"] == "hidden"
     [event] = hidden(logs)  # logged in the workflow, by its root cause
     assert (event["error_type"], event["error_id"]) == ("PermissionError", answer["error_id"])
@@ -358,6 +356,6 @@ async def test_an_unguarded_activitys_failure_is_answered_by_its_root_cause(
 async def test_a_round_runs_its_calls_at_once_and_assembles_as_run_does(
     temporal: WorkflowEnvironment,
 ) -> None:
-    told = await run_workflow(temporal, RoundAgent.run, [7, 42, 13])
+    told, _ = await run_workflow(temporal, RoundAgent.run, [7, 42, 13])
     assert [answer["error_kind"] for answer in told] == [None, "visible", "hidden"]
     assert told[0]["content"] == "order 7: shipped"
