@@ -224,10 +224,11 @@ BEYOND_PYDANTIC_AI = {
     # Pydantic AI fails the run on these before any tool hook runs, with or without
     # toolguard (pinned below); a provider's JSON text cannot carry them anyway
     # (10,000-deep objects, raw lone surrogates in already-parsed values).
-    "deep-dict-object-as-extra": "PydanticSerializationError",
-    "deep-dict-object-as-arguments": "PydanticSerializationError",
-    "raw-lone-surrogate-in-json-text": "TypeError",
-    "lone-surrogate-for-int": "PydanticSerializationError",
+    "deep-dict-object-as-extra": {"PydanticSerializationError"},
+    "deep-dict-object-as-arguments": {"PydanticSerializationError"},
+    # TypeError up to 2.77; 2.78 serialises the call's arguments first
+    "raw-lone-surrogate-in-json-text": {"TypeError", "PydanticSerializationError"},
+    "lone-surrogate-for-int": {"PydanticSerializationError"},
 }
 
 
@@ -244,7 +245,7 @@ async def test_pydantic_ai_itself_fails_on_the_few_cases_no_provider_sends(case_
     script = Script([ToolCallPart(decode(case["name"]), arguments, tool_call_id="c")], [])
     with pytest.raises(Exception) as raised:
         await Agent(FunctionModel(script), tools=[refund]).run("go")
-    assert type(raised.value).__name__ == BEYOND_PYDANTIC_AI[case_id]
+    assert type(raised.value).__name__ in BEYOND_PYDANTIC_AI[case_id]
 
 
 async def test_every_bad_call_of_the_corpus_is_answered_and_no_plain_tool_runs() -> None:
