@@ -14,6 +14,7 @@ stores (the ``a``-prefixed twins await a store's step and async handlers)::
                                                   #   tool's timeout and retries
     result = scope.failed(call, error)            # a failure, through the handler chain
     result = scope.succeeded(call, value)         # a success: cut, return_direct decided
+    if scope.stands(call, value): ...             #   (or nothing to decide: no result made)
     result = scope.unknown_tool(call, available)  # a tool the framework does not have
     failed = scope.aborted(call, error, event=...)  # a call that ended in neither: logged
 
@@ -33,7 +34,7 @@ from toolguard.errors import InvalidArguments, ToolCallFailed
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.schema._arguments import Arguments, any_validator
-from toolguard.sessions._steps import State, Step
+from toolguard.sessions._steps import SessionState, State, Step
 
 __all__ = ["Conversation", "Scope"]
 
@@ -58,7 +59,7 @@ class Scope:
     model-retry budget.
     """
 
-    __slots__ = ("_runner", "_state", "session", "step")
+    __slots__ = ("_local", "_runner", "_state", "session", "step")
 
     def __init__(
         self,
@@ -69,6 +70,9 @@ class Scope:
     ) -> None:
         self._runner = runner
         self._state = state
+        # a session in process memory: for a tool without a breaker, its admit asks
+        # nothing and a success changes nothing (a shared store's step may renew R5)
+        self._local = state is None or isinstance(state, SessionState)
         self.session = session
         self.step = step
 
@@ -87,6 +91,15 @@ class Scope:
         return self._runner.foreign.policy(name)
 
     # --- before the tool runs ----------------------------------------------------------
+
+    def counts(self, call: ToolCall) -> bool:
+        """Whether :meth:`admit` and a success of ``call`` are counted in a
+        conversation: ``False`` without one, and in a session in process memory for a
+        tool without a breaker (there is nothing to ask before, nor to record after a
+        success); where it is ``False``, :meth:`admit` always answers ``None``."""
+        if self._state is None:
+            return False
+        return not self._local or self._runner.foreign.breaker(call) is not None
 
     def admit(self, call: ToolCall) -> ToolResult | None:
         """``None`` to run the tool; else the answer to send instead (its breaker is
@@ -107,9 +120,10 @@ class Scope:
         What the last attempt raises propagates: answer it with :meth:`failed`."""
         return self._runner.foreign.run(call, invoke)
 
-    async def arun(self, call: ToolCall, invoke: Callable[[], Awaitable[T]]) -> T:
-        """Async :meth:`run`: each attempt a task with a deadline."""
-        return await self._runner.foreign.arun(call, invoke)
+    def arun(self, call: ToolCall, invoke: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """Async :meth:`run`: each attempt a task with a deadline (await what it
+        returns; without a timeout or retries, ``invoke()`` itself)."""
+        return self._runner.foreign.arun(call, invoke)
 
     # --- after ---------------------------------------------------------------------------
 
@@ -154,6 +168,17 @@ class Scope:
         result; a success after failures closes the breaker. A value that cannot be
         serialised is a hidden failure."""
         return self._runner.foreign.handle_result(call, value, policy=policy, step=self._step())
+
+    def stands(self, call: ToolCall, value: Any) -> bool:
+        """Whether a success leaves toolguard nothing to decide, so that the framework's
+        outcome stands as it is, with no :class:`~toolguard.ToolResult` made: nothing to
+        count in a conversation (:meth:`counts`), no telemetry, no ``max_result_chars`` or
+        ``return_direct`` for the tool, and ``value`` content toolguard can send as it
+        is (text or content blocks it does not mend, or a value it serialises). Where
+        this says no, :meth:`succeeded` decides (a value it cannot read included)."""
+        if not self._local:
+            return False
+        return self._runner.foreign.stands(call, value, counted=self._state is not None)
 
     async def asucceeded(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None

@@ -161,6 +161,10 @@ class HookAdapter(Adapter[Outcome]):
         self.stop = result.return_direct
         return outcome
 
+    def stood(self, call: ToolCall, outcome: Outcome) -> Outcome:
+        self.stop = False
+        return outcome
+
 
 @functools.cache
 def any_agent() -> Dispatcher:

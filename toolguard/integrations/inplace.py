@@ -28,7 +28,9 @@ invocation of the tool, and an :class:`Adapter` for its framework's objects. The
    success goes through :meth:`Scope.succeeded <toolguard.Scope.succeeded>` on what
    the model will read of it (:meth:`Adapter.seen`) and comes back through
    :meth:`Adapter.succeeded`, which changes the framework's object only where
-   toolguard decided something (content cut, ``return_direct``).
+   toolguard decided something (content cut, ``return_direct``); where there is
+   nothing to decide (:meth:`Scope.stands <toolguard.Scope.stands>`), no result is
+   made and the outcome comes back through :meth:`Adapter.stood`.
 
 A framework whose hooks come before and after a tool's invocation, with none around
 it (Google ADK's callbacks, Strands' hook events), admits in its before-hook
@@ -45,7 +47,7 @@ Each pair is twins: diff them and the differences are ``await`` and the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from toolguard import Scope, ToolCall, ToolCallFailed, ToolPolicy, ToolResult
 from toolguard.errors import is_control_flow
@@ -62,6 +64,12 @@ class Adapter(Generic[Outcome]):
     must hand back (a ``ToolMessage``, a ``CallToolResult``, a plain value). Only
     :meth:`answer` has no default.
     """
+
+    lazy_seen: ClassVar[bool] = False
+    """``True`` when :meth:`seen` matters only to what toolguard decides: it returns a
+    ``str``, raises nothing and changes nothing, and :meth:`succeeded` reads
+    ``result.content`` only where it was cut. A success with nothing to decide then
+    skips :meth:`seen` (for a framework whose text of a value costs a serialisation)."""
 
     def answer(self, call: ToolCall, result: ToolResult) -> Outcome:
         """toolguard's answer (a failure, an open breaker, an unknown tool) as the
@@ -107,6 +115,12 @@ class Adapter(Generic[Outcome]):
         chain's decision for it) applied. Default: ``outcome``."""
         return outcome
 
+    def stood(self, call: ToolCall, outcome: Outcome) -> Outcome:
+        """A success toolguard had nothing to decide about (:meth:`Scope.stands
+        <toolguard.Scope.stands>`: no result was made), as :meth:`succeeded` would
+        hand it back for a result that decided nothing. Default: ``outcome``."""
+        return outcome
+
 
 _BLANK = "The tool reported an error without a message."
 
@@ -136,7 +150,7 @@ def guard_call(
     once, as it is (a framework that cannot run it again: the integration refuses
     ``timeout`` and ``retries`` for it instead).
     """
-    refused = scope.admit(call)
+    refused = scope.admit(call) if scope.counts(call) else None
     if refused is not None:
         return adapter.answer(call, refused)
     try:
@@ -161,7 +175,7 @@ async def aguard_call(
     run: bool = True,
 ) -> Outcome:
     """Async :func:`guard_call`: ``invoke()`` is awaited."""
-    refused = await scope.aadmit(call)
+    refused = await scope.aadmit(call) if scope.counts(call) else None
     if refused is not None:
         return adapter.answer(call, refused)
     try:
@@ -190,7 +204,11 @@ def guard_result(
         own = _OwnAnswer(text)
         result = scope.failed(call, own, tool=adapter.tool_setting(call))
         return _own(call, outcome, own, result, adapter)
-    result = scope.succeeded(call, adapter.seen(outcome))
+    lazy = adapter.lazy_seen  # then any text will do: it decides nothing here
+    seen = "" if lazy else adapter.seen(outcome)
+    if scope.stands(call, seen):
+        return adapter.stood(call, outcome)
+    result = scope.succeeded(call, adapter.seen(outcome) if lazy else seen)
     if result.is_error:  # a value toolguard cannot read: a hidden failure
         return adapter.answer(call, result)
     return adapter.succeeded(call, outcome, result)
@@ -205,7 +223,11 @@ async def aguard_result(
         own = _OwnAnswer(text)
         result = await scope.afailed(call, own, tool=adapter.tool_setting(call))
         return _own(call, outcome, own, result, adapter)
-    result = await scope.asucceeded(call, adapter.seen(outcome))
+    lazy = adapter.lazy_seen  # then any text will do: it decides nothing here
+    seen = "" if lazy else adapter.seen(outcome)
+    if scope.stands(call, seen):
+        return adapter.stood(call, outcome)
+    result = await scope.asucceeded(call, adapter.seen(outcome) if lazy else seen)
     if result.is_error:
         return adapter.answer(call, result)
     return adapter.succeeded(call, outcome, result)

@@ -13,18 +13,20 @@ from __future__ import annotations
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from toolguard import _engine
 from toolguard._logging import emit, new_error_id
 from toolguard._marks import is_control_flow
-from toolguard._text import ID_LIMIT, shown
+from toolguard._text import ID_LIMIT, shown, utf8
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolUnavailable
 from toolguard.guard._content import to_content
 from toolguard.guard._guard import Guard, Rules
+from toolguard.policy import _config
 from toolguard.policy._precedence import Resolved
-from toolguard.policy._values import ToolPolicy
+from toolguard.policy._resilience import Breaker, Retry
+from toolguard.policy._values import NEVER, ToolPolicy
 from toolguard.runner._attempts import (
     Attempts,
     acall_with_timeout,
@@ -40,6 +42,8 @@ __all__ = ["Foreign"]
 
 T = TypeVar("T")
 
+_NAMES_KEPT: Final = 256  # a model's invented names cannot grow the cache without end
+
 
 class Foreign:
     """One agent's answers to calls of tools that run elsewhere.
@@ -52,11 +56,30 @@ class Foreign:
     def __init__(self, guard: Guard, pools: Pools) -> None:
         self.guard = guard
         self.pools = pools
+        # a call's name as sent -> its rules, for the names toolguard echoes unchanged
+        # (short and printable): every step of a call looks its tool up, and shown()
+        # plus the guard's lookup cost more than the rest of a plain success
+        self._names: dict[str, Rules] = {}
+
+    def _rules(self, name: object) -> Rules:
+        if type(name) is str:
+            rules = self._names.get(name)
+            if rules is not None:
+                return rules
+        echoed = shown(name)
+        rules = self.guard.rules(echoed)
+        if echoed is name:
+            if len(self._names) >= _NAMES_KEPT:
+                self._names.clear()
+            self._names[echoed] = rules
+        return rules
 
     def _resolved(
         self, call: ToolCall, policy: ToolPolicy | None = None, tool: ToolPolicy | None = None
     ) -> tuple[Rules, Resolved]:
-        rules = self.guard.rules(shown(call.name))
+        rules = self._rules(call.name)
+        if policy is None and tool is None and rules.version == _config._version:
+            return rules, rules.resolved
         return rules, self.guard.resolved(rules, policy, tool)
 
     def policy(self, name: str) -> ToolPolicy:
@@ -90,15 +113,26 @@ class Foreign:
             to_engine(retry, first, tool=name, call_id=call.id)  # an engine retries?
             return retry_sync(retry, first, once, tool=name, call_id=call.id, counter=Attempts())
 
-    async def arun(self, call: ToolCall, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Async :meth:`run`: the invocation as a task with a deadline."""
+    def arun(self, call: ToolCall, attempt: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """Async :meth:`run`: the invocation as a task with a deadline. Without a
+        timeout or retries, the invocation's own awaitable (no coroutine around it)."""
         rules, resolved = self._resolved(call)
         seconds, retry = resolved.timeout, resolved.retries
         if (seconds is None and retry is None) or _engine.current() is not None:
-            return await attempt()  # in workflow code, the engine's options apply
-        name = rules.name
+            return attempt()  # in workflow code, the engine's options apply
         if seconds is not None and _engine.engine_times_out():
             seconds = None
+        return self._arun(call, attempt, rules.name, seconds, retry)
+
+    async def _arun(
+        self,
+        call: ToolCall,
+        attempt: Callable[[], Awaitable[T]],
+        name: str,
+        seconds: float | None,
+        retry: Retry | None,
+    ) -> T:
+        """:meth:`arun` with a timeout or retries."""
 
         async def once() -> T:
             if seconds is None:
@@ -187,6 +221,31 @@ class Foreign:
         if step is not None:
             await step.asucceeded(rules.name, resolved.breaker)
         return self.guard.succeeded(call, rules.name, content, artifact, resolved, value)
+
+    def breaker(self, call: ToolCall) -> Breaker | None:
+        """The breaker of ``call``'s tool, as resolved now."""
+        return self._resolved(call)[1].breaker
+
+    def stands(self, call: ToolCall, value: object, *, counted: bool = False) -> bool:
+        """Whether a success of ``call``, read as ``value``, leaves nothing to decide
+        (see ``Scope.stands``; ``counted``: in a session in process memory, where a
+        tool with a breaker has its success recorded): no telemetry, no
+        ``max_result_chars``, no ``return_direct``, and content toolguard can read
+        that is ``value`` itself (text or blocks it did not mend) or its JSON."""
+        if self.guard.telemetry.on:
+            return False
+        resolved = self._resolved(call)[1]
+        if resolved.max_result_chars is not None or resolved.return_direct is not NEVER:
+            return False
+        if counted and resolved.breaker is not None:  # a session's step records it
+            return False
+        if type(value) is str:
+            return value.isascii() or utf8(value) is value
+        try:
+            content = to_content(value)[0]
+        except Exception:  # noqa: BLE001 - handle_result answers it, as a hidden failure
+            return False
+        return type(content) is str or content == value
 
     def unknown_tool(
         self, call: ToolCall, available: tuple[str, ...], *, step: Step | None = None

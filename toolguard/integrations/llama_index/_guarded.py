@@ -71,6 +71,10 @@ class _Outputs(Adapter[ToolOutput]):
         self.tool.decide(False)
         return outcome
 
+    def stood(self, call: ToolCall, outcome: ToolOutput) -> ToolOutput:
+        self.tool.decide(self.tool.declared_stop)
+        return outcome
+
 
 class GuardedTool(Answering):
     """An existing LlamaIndex tool under a dispatcher's policy (see ``guard``)."""

@@ -103,6 +103,8 @@ def _stand_in(value: Any) -> str:
 class PydanticAIAdapter(Adapter[Any]):
     """What is Pydantic AI's own in a guarded call (``retry_on`` as the capability's)."""
 
+    lazy_seen = True  # _stand_in: always text, never raises; a serialisation per call
+
     def __init__(self, retry_on: RetryOn) -> None:
         self.retry_on = retry_on
 
