@@ -74,6 +74,10 @@ _NATIVE: Final[frozenset[Any]] = frozenset(
 _answers: weakref.WeakKeyDictionary[ToolContext[Any], tuple[ToolResult, ToolOutput]] = (
     weakref.WeakKeyDictionary()
 )
+# The dict beneath it (stdlib's WeakKeyDictionary keeps its entries in ``.data``, never
+# replaced): empty while nothing is remembered, and asked directly, as the mapping's
+# own __len__ is Python code, which the extractor would pay on every call.
+_remembered: Final[dict[Any, Any]] = _answers.data  # type: ignore[attr-defined]  # see above
 
 
 # --- outputs ----------------------------------------------------------------------------
@@ -164,6 +168,15 @@ def decision_extractor(own: CustomDataExtractor | None = None) -> CustomDataExtr
     makes the answer awaitable.
     """
 
+    if own is None:  # the usual tool: one dict check per call where nothing was decided
+
+        def decided(
+            data: FunctionToolCustomDataContext,
+        ) -> Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None:
+            return _decision(data) if _remembered else None
+
+        return decided
+
     def extract(
         data: FunctionToolCustomDataContext,
     ) -> Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None:
@@ -191,7 +204,7 @@ async def _merged_later(
 
 
 def _decision(data: FunctionToolCustomDataContext) -> dict[str, Any] | None:
-    if not _answers:  # nothing remembered (the usual success): no weak reference made
+    if not _remembered:  # nothing remembered (the usual success): no weak reference made
         return None
     answer = _answers.pop(data.tool_context, None)
     if answer is None:
