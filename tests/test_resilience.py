@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 import toolguard
 from tests._content import str_content
@@ -159,6 +160,80 @@ def test_async_tools_are_retried_too() -> None:
     result = asyncio.run(Dispatcher([fetch]).adispatch(ToolCall(name="fetch")))
     assert result.content == "fetched"
     assert fake.sleeps == [0.5, 1.0]
+
+
+def test_a_call_cancelled_while_it_waits_to_retry_logs_the_cause_it_was_retrying() -> None:
+    # a sibling's failure ends the run (asyncio.run cancels what is left): the failed
+    # attempt's cause is answered nowhere, and must not vanish from the log
+    raised: list[Exception] = []
+    waiting = asyncio.Event()
+
+    async def wait_forever(seconds: float) -> None:
+        waiting.set()
+        await asyncio.Event().wait()
+
+    @tool(retries=Retry(attempts=3, jitter=0, sleep=wait_forever))
+    async def fetch() -> str:
+        raised.append(ConnectionError("vault said no"))
+        raise raised[-1]
+
+    async def main() -> None:
+        call = asyncio.create_task(Dispatcher([fetch]).adispatch(ToolCall(name="fetch", id="c1")))
+        await waiting.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    with capture_logs() as logs:
+        asyncio.run(main())
+    [cancelled] = [e for e in logs if e["event"] == "tool_call_cancelled"]
+    assert cancelled["exc_info"] is raised[0]
+    assert (cancelled["tool"], cancelled["call_id"], cancelled["attempt"]) == ("fetch", "c1", 1)
+    assert cancelled["log_level"] == "debug"
+    assert [e["event"] for e in logs if "exc_info" in e] == ["tool_call_cancelled"]
+
+
+def test_a_failure_that_ends_as_its_call_is_cancelled_is_logged_not_lost() -> None:
+    # the tool (a task of its own, under a timeout) fails in the very turn its caller is
+    # cancelled (asyncio.run cancels every task at once): the caller never reads it
+    calls: list[asyncio.Task[Any]] = []
+    raised: list[Exception] = []
+
+    @tool(timeout=5)
+    async def fetch() -> str:
+        calls[0].cancel()
+        raised.append(ConnectionError("vault said no"))
+        raise raised[-1]
+
+    async def main() -> None:
+        calls.append(asyncio.create_task(Dispatcher([fetch]).adispatch(ToolCall(name="fetch"))))
+        with pytest.raises(asyncio.CancelledError):
+            await calls[0]
+
+    with capture_logs() as logs:
+        asyncio.run(main())
+    [cancelled] = [e for e in logs if e["event"] == "tool_call_cancelled"]
+    assert cancelled["exc_info"] is raised[0]
+    assert cancelled["attempt"] == 1
+
+
+def test_an_interrupted_sync_retry_logs_the_cause_once_and_a_finished_one_logs_none() -> None:
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    body, _ = _flaky([ConnectionError("first"), ConnectionError("second")])
+    flaky = tool(name="flaky", retries=Retry(attempts=3, jitter=0, sleep=interrupt))(body)
+    with capture_logs() as logs, pytest.raises(KeyboardInterrupt):
+        Dispatcher([flaky]).dispatch(ToolCall(name="flaky"))
+    [cancelled] = [e for e in logs if e["event"] == "tool_call_cancelled"]
+    assert str(cancelled["exc_info"]) == "first"
+
+    fake = FakeTime()
+    body, _ = _flaky([ConnectionError("first")])
+    flaky = tool(name="flaky", retries=Retry(attempts=3, jitter=0, sleep=fake.sleep))(body)
+    with capture_logs() as logs:
+        assert Dispatcher([flaky]).dispatch(ToolCall(name="flaky")).content == "ok after 2"
+    assert not [e for e in logs if e["event"] == "tool_call_cancelled"]
 
 
 def test_an_unused_retry_policy_runs_the_tool_once_and_builds_nothing(

@@ -220,9 +220,10 @@ def test_a_plain_tools_hidden_cause_never_reaches_the_model_and_is_logged_once(
             assert answer.response_metadata["toolguard"]["error_id"] == event["error_id"]
         else:  # a handler failed the run (each failed call logged; one call's error escapes)
             assert outcome.failed is not None
-            if event["event"] == "tool_error_hidden":
+            if event["event"] in ("tool_error_hidden", "tool_call_cancelled"):
                 # answered, but the round's answers were lost with the run a sibling's
-                # handler failed
+                # handler failed; or stopped by it (asyncio.run cancels what is left)
+                # while it waited to retry, or as its attempt failed
                 assert outcome.failed.call_id != call_id
             else:
                 assert event["event"] == "tool_call_failed"

@@ -46,12 +46,37 @@ its own event loop) is given to stop once cancelled, before it is abandoned."""
 
 
 class Attempts:
-    """Counts the attempts of one call (read by the failure log)."""
+    """The attempts of one call: how many ran (read by the failure log), and the last
+    failed one's error while the call goes on (logged if the call is stopped then)."""
 
-    __slots__ = ("count",)
+    __slots__ = ("call_id", "count", "pending", "tool")
 
-    def __init__(self) -> None:
+    def __init__(self, tool: str, call_id: str | None) -> None:
+        self.tool = tool
+        self.call_id = call_id
         self.count = 1
+        self.pending: Exception | None = None
+
+    def abandoned(self) -> None:
+        """The call was stopped from outside (cancelled, interrupted) after an attempt
+        failed: that failure's cause is answered nowhere, so it is logged here, once."""
+        error, self.pending = self.pending, None
+        if error is not None:
+            emit(
+                "debug",
+                "tool_call_cancelled",
+                tool=self.tool,
+                call_id=self.call_id,
+                attempt=self.count,
+                error_type=type(error).__name__,
+                exc_info=error,
+            )
+
+    def lost(self, outcome: BaseException | None) -> None:
+        """An attempt that ended as its caller was stopped: a failure is logged."""
+        if isinstance(outcome, Exception):
+            self.pending = outcome
+            self.abandoned()
 
 
 def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Attempts) -> Any:
@@ -68,6 +93,7 @@ def _tenacity_kwargs(retry: Retry, tool: str, call_id: str | None, counter: Atte
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
+        counter.pending = error if isinstance(error, Exception) else None
         wait = round(state.upcoming_sleep, 3)
         emit(
             "debug",
@@ -146,7 +172,13 @@ def retry_sync(
 
     kwargs = _tenacity_kwargs(retry, tool, call_id, counter)
     sleeper = retry.sleep or time.sleep
-    return tenacity.Retrying(sleep=sleeper, **kwargs)(once)
+    try:
+        return tenacity.Retrying(sleep=sleeper, **kwargs)(once)
+    except Exception:
+        raise  # the last attempt's failure: answered and logged by the caller
+    except BaseException:
+        counter.abandoned()
+        raise
 
 
 async def retry_async(
@@ -176,7 +208,13 @@ async def retry_async(
             if inspect.isawaitable(outcome):
                 await outcome
 
-    result: T = await tenacity.AsyncRetrying(sleep=sleeper, **kwargs)(once)
+    try:
+        result: T = await tenacity.AsyncRetrying(sleep=sleeper, **kwargs)(once)
+    except Exception:
+        raise  # the last attempt's failure: answered and logged by the caller
+    except BaseException:  # cancelled while waiting to retry, or during a retry
+        counter.abandoned()
+        raise
     return result
 
 
@@ -208,14 +246,20 @@ def call_with_timeout(pools: Pools, function: Callable[[], T], *, tool: str, sec
 
 
 async def acall_with_timeout(
-    pools: Pools | None, awaitable: Awaitable[T], *, tool: str, seconds: float
+    pools: Pools | None,
+    awaitable: Awaitable[T],
+    *,
+    tool: str,
+    seconds: float,
+    counter: Attempts | None = None,
 ) -> T:
     """Await with a deadline, answered at the deadline whatever the tool does.
 
     The tool runs as a task of its own. At the deadline it is cancelled; a tool that
     does not stop (it caught the cancellation) is left running, counted against the
     tool by ``pools`` and logged (``pools=None``: the caller counts it). Cancelling
-    the caller cancels the tool too.
+    the caller cancels the tool too; a failure the tool had just raised then is
+    logged through ``counter``.
     """
     if pools is not None:
         pools.admit(tool, seconds)
@@ -223,6 +267,11 @@ async def acall_with_timeout(
     try:
         done, _ = await asyncio.wait((task,), timeout=seconds)
     except BaseException:  # the caller was cancelled (or interrupted): so is the tool
+        if task.done() and not task.cancelled():  # it had just ended: its outcome is read
+            if counter is not None:
+                counter.lost(task.exception())
+            else:
+                task.exception()
         task.cancel()
         if pools is not None:  # one that will not stop is counted, after a moment
             asyncio.get_running_loop().call_later(
@@ -239,7 +288,12 @@ async def acall_with_timeout(
 
 
 async def athread_with_timeout(
-    pools: Pools, function: Callable[[], T], *, tool: str, seconds: float
+    pools: Pools,
+    function: Callable[[], T],
+    *,
+    tool: str,
+    seconds: float,
+    counter: Attempts | None = None,
 ) -> T:
     """:func:`call_with_timeout` for an event loop: the loop is never blocked."""
     attempt = pools.start(tool, seconds, function)
@@ -248,6 +302,9 @@ async def athread_with_timeout(
     except BaseException:  # the caller was cancelled: the thread runs on, counted
         if not attempt.done():
             pools.abandon(tool, seconds, attempt)
+        elif counter is not None and not attempt.cancelled():  # it had just ended
+            ok, outcome = attempt.result()
+            counter.lost(None if ok else outcome)
         raise
     if not done:
         pools.abandon(tool, seconds, attempt)

@@ -111,7 +111,8 @@ class Foreign:
             if retry is None or is_control_flow(first) or not retry.retryable(first):
                 raise
             to_engine(retry, first, tool=name, call_id=call.id)  # an engine retries?
-            return retry_sync(retry, first, once, tool=name, call_id=call.id, counter=Attempts())
+            counter = Attempts(name, call.id)
+            return retry_sync(retry, first, once, tool=name, call_id=call.id, counter=counter)
 
     def arun(self, call: ToolCall, attempt: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """Async :meth:`run`: the invocation as a task with a deadline. Without a
@@ -134,10 +135,14 @@ class Foreign:
     ) -> T:
         """:meth:`arun` with a timeout or retries."""
 
+        counter = Attempts(name, call.id)
+
         async def once() -> T:
             if seconds is None:
                 return await attempt()
-            return await acall_with_timeout(self.pools, attempt(), tool=name, seconds=seconds)
+            return await acall_with_timeout(
+                self.pools, attempt(), tool=name, seconds=seconds, counter=counter
+            )
 
         try:
             return await once()
@@ -146,7 +151,7 @@ class Foreign:
                 raise
             to_engine(retry, first, tool=name, call_id=call.id)  # an engine retries?
             return await retry_async(
-                retry, first, once, tool=name, call_id=call.id, counter=Attempts()
+                retry, first, once, tool=name, call_id=call.id, counter=counter
             )
 
     # --- after -------------------------------------------------------------------------

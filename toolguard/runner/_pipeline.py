@@ -228,7 +228,7 @@ class Runner:
                     raise
                 to_engine(retry, first, tool=entry.name, call_id=call.id)  # an engine retries?
                 attempt = functools.partial(self._attempt, entry, args, kwargs, resolved)
-                counter = Attempts()
+                counter = Attempts(entry.name, call.id)
                 value = retry_sync(
                     retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
                 )
@@ -333,14 +333,18 @@ class Runner:
                     if entry.is_async:
                         value = await value
                 else:
-                    value = await self._aattempt(entry, args, kwargs, resolved, offload)
+                    if resolved.timeout is not None:  # a task or a thread of its own
+                        counter = Attempts(entry.name, call.id)
+                    value = await self._aattempt(entry, args, kwargs, resolved, offload, counter)
             except Exception as first:
                 retry = resolved.retries
                 if retry is None or not retry.retryable(first):
                     raise
                 to_engine(retry, first, tool=entry.name, call_id=call.id)  # an engine retries?
-                attempt = functools.partial(self._aattempt, entry, args, kwargs, resolved, offload)
-                counter = Attempts()
+                counter = counter or Attempts(entry.name, call.id)
+                attempt = functools.partial(
+                    self._aattempt, entry, args, kwargs, resolved, offload, counter
+                )
                 value = await retry_async(
                     retry, first, attempt, tool=entry.name, call_id=call.id, counter=counter
                 )
@@ -375,9 +379,11 @@ class Runner:
         kwargs: dict[str, Any],
         resolved: Resolved,
         offload: bool,
+        counter: Attempts | None,
     ) -> Any:
         """One attempt on the async path: awaited, inline, on the round pool (offloaded),
-        or, with a timeout, as a task or on a thread of its own."""
+        or, with a timeout, as a task or on a thread of its own (``counter`` logs a
+        failure that ends there as the call is cancelled)."""
         seconds = resolved.timeout
         if seconds is not None and _engine.engine_times_out():
             seconds = None  # the engine's timeout applies
@@ -386,10 +392,14 @@ class Runner:
             awaitable = entry.function(*args, **kwargs)
             if seconds is None:
                 return await awaitable
-            return await acall_with_timeout(self.pools, awaitable, tool=entry.name, seconds=seconds)
+            return await acall_with_timeout(
+                self.pools, awaitable, tool=entry.name, seconds=seconds, counter=counter
+            )
         if seconds is not None:
             run = functools.partial(contextvars.copy_context().run, entry.function, *args, **kwargs)
-            return await athread_with_timeout(self.pools, run, tool=entry.name, seconds=seconds)
+            return await athread_with_timeout(
+                self.pools, run, tool=entry.name, seconds=seconds, counter=counter
+            )
         if offload:
             return await self._in_pool(entry.function, args, kwargs)
         return entry.function(*args, **kwargs)
