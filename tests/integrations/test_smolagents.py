@@ -80,7 +80,7 @@ def coding(tools: list[Any], code: str) -> tuple[CodeAgent, ScriptedModel]:
     return CodeAgent(tools=tools, model=model, verbosity_level=LogLevel.OFF), model
 
 
-@tool
+@tool  # type: ignore[untyped-decorator]  # smolagents is untyped
 def lookup_order(number: int) -> str:
     """Look an order up.
 
@@ -180,7 +180,7 @@ def test_the_tool_keeps_its_state_setup_and_value_in_a_code_agent() -> None:
 def test_retries_apply_to_a_guarded_tool() -> None:
     attempts: list[int] = []
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]  # smolagents is untyped
     def flaky(query: str) -> str:
         """Fail once.
 
@@ -220,7 +220,7 @@ def test_plain_functions_become_smolagents_tools_and_guarded_ones_stay() -> None
     assert guarded.name == "where" and guarded(city="Oslo") == "in Oslo"
     assert guard([guarded]) == [guarded]
     with pytest.raises(TypeError, match="list of smolagents tools"):
-        guard(lookup_order)  # type: ignore[arg-type]  # one tool, not a list
+        guard(lookup_order)  # one tool, not a list
 
 
 # --- as_smolagents_tool: toolguard's own tools ------------------------------------------

@@ -134,7 +134,7 @@ def observe(scenario: Scenario, *, guarded: bool) -> tuple[Observation, list[Any
         # the two calls run at once (smolagents' parallel calls): which one got
         # "call 1" is the framework's scheduling, guarded or not
         seen.model_saw = sorted(seen.model_saw)
-        seen.state = tools[0].counter.calls  # type: ignore[attr-defined]  # the Bump above
+        seen.state = tools[0].counter.calls  # the Bump above
     return seen, logs
 
 

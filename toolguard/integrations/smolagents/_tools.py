@@ -74,5 +74,5 @@ def _type_of(schema: dict[str, Any]) -> str | list[str]:
         return list(kind)
     options = [option.get("type") for option in schema.get("anyOf", ())]
     if options and all(isinstance(k, str) and k in _PLAIN for k in options):
-        return options[0] if len(options) == 1 else options  # type: ignore[return-value]
+        return options[0] if len(options) == 1 else options
     return "any"
