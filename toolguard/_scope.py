@@ -56,10 +56,13 @@ class Scope:
     Made by ``dispatcher.scope()`` and ``session.scope(step=...)``; cheap to make per
     call. ``session`` and ``step`` say which conversation and model step the calls
     belong to (``None``: none): calls with the same ``step`` count once against a
-    model-retry budget.
+    model-retry budget. ``session.scope(find_step=...)`` names the step late: an async
+    function awaited once, by the first async method that needs the step (a failure, a
+    breaker, a budget), for a framework whose step costs a read; such a scope answers
+    on the async methods only.
     """
 
-    __slots__ = ("_local", "_runner", "_state", "session", "step")
+    __slots__ = ("_find", "_local", "_runner", "_state", "session", "step")
 
     def __init__(
         self,
@@ -67,20 +70,38 @@ class Scope:
         session: Conversation | None = None,
         state: State | None = None,
         step: str | None = None,
+        find_step: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self._runner = runner
         self._state = state
         # a session in process memory: for a tool without a breaker, its admit asks
         # nothing and a success changes nothing (a shared store's step may renew R5)
         self._local = state is None or isinstance(state, SessionState)
+        self._find = None if state is None else find_step
         self.session = session
         self.step = step
 
     def _step(self) -> Step | None:
+        if self._find is not None:
+            raise TypeError(
+                f"{self!r}: a scope whose step is found late (find_step=) answers on the "
+                "async methods only (aadmit, afailed, asucceeded, ...)"
+            )
         return None if self._state is None else self._state.step(self.step)
 
     def _astep(self) -> Step | None:
         return None if self._state is None else self._state.astep(self.step)
+
+    async def _afound(self) -> Step | None:
+        """The step, named now by ``find_step`` (once, at the first call that needs it;
+        a ``find_step`` that raises names none: the call is a step of its own)."""
+        find, self._find = self._find, None
+        if find is not None:
+            try:
+                self.step = await find()
+            except Exception:  # noqa: BLE001 - a step not found is a step of its own
+                self.step = None
+        return self._astep()
 
     # --- the policy ----------------------------------------------------------------
 
@@ -109,7 +130,7 @@ class Scope:
 
     async def aadmit(self, call: ToolCall) -> ToolResult | None:
         """Async :meth:`admit` (what a session on an asyncio store must use)."""
-        step = self._astep()
+        step = self._astep() if self._find is None else await self._afound()
         return None if step is None else await self._runner.foreign.aadmit(call, step)
 
     # --- around the framework's invocation -----------------------------------------
@@ -156,8 +177,9 @@ class Scope:
         tool: ToolPolicy | None = None,
     ) -> ToolResult:
         """Async :meth:`failed` (async handlers allowed)."""
+        step = self._astep() if self._find is None else await self._afound()
         return await self._runner.foreign.ahandle_error(
-            call, error, policy=policy, tool=tool, step=self._astep()
+            call, error, policy=policy, tool=tool, step=step
         )
 
     def succeeded(
@@ -184,9 +206,8 @@ class Scope:
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
     ) -> ToolResult:
         """Async :meth:`succeeded`."""
-        return await self._runner.foreign.ahandle_result(
-            call, value, policy=policy, step=self._astep()
-        )
+        step = self._astep() if self._find is None else await self._afound()
+        return await self._runner.foreign.ahandle_result(call, value, policy=policy, step=step)
 
     def unknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
         """The answer to a call of a tool the framework does not have: toolguard's one
@@ -196,7 +217,8 @@ class Scope:
 
     async def aunknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
         """Async :meth:`unknown_tool`."""
-        return await self._runner.foreign.aunknown_tool(call, tuple(available), step=self._astep())
+        step = self._astep() if self._find is None else await self._afound()
+        return await self._runner.foreign.aunknown_tool(call, tuple(available), step=step)
 
     def invalid_arguments(
         self, call: ToolCall, error: pydantic.ValidationError, schema: Mapping[str, Any]
@@ -249,9 +271,8 @@ class Scope:
         framework_values: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Async :meth:`dispatch` (``offload=True``: a sync tool runs on the pool)."""
-        return await self._runner.adispatch(
-            call, None, context, self._astep(), offload, framework_values
-        )
+        step = self._astep() if self._find is None else await self._afound()
+        return await self._runner.adispatch(call, None, context, step, offload, framework_values)
 
     def __repr__(self) -> str:
         session = "no session" if self.session is None else f"session {self.session.id!r}"

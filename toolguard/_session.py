@@ -9,11 +9,12 @@ from many threads and tasks at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from toolguard._scope import Scope
 from toolguard._values import Round, ToolCall, ToolResult
+from toolguard.errors import InvalidOption
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._rounds import Rounds
@@ -102,11 +103,28 @@ class Session:
 
     # --- tools another framework runs (the in-place integrations) ---------------------
 
-    def scope(self, *, step: str | None = None) -> Scope:
+    def scope(
+        self,
+        *,
+        step: str | None = None,
+        find_step: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> Scope:
         """This conversation as the :class:`~toolguard.Scope` of calls of tools another
         framework runs; ``step`` names the model step they came in (the model message):
-        calls with the same ``step`` count once against a model-retry budget."""
-        return Scope(self._runner, self, self._state, step)
+        calls with the same ``step`` count once against a model-retry budget.
+
+        ``find_step`` instead names it late: an async function (no arguments, the step
+        or ``None``) awaited once, only when a call needs its step (a failure, a
+        breaker, a budget), never on a success with nothing to count; for a framework
+        whose step costs a read. That scope answers on the async methods only."""
+        if find_step is not None:
+            if step is not None:
+                raise InvalidOption("session.scope(): give step= or find_step=, not both")
+            if not callable(find_step):
+                raise InvalidOption(
+                    f"session.scope(find_step=...) takes an async function, got {find_step!r}"
+                )
+        return Scope(self._runner, self, self._state, step, find_step)
 
     def admit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:
         """Before running a tool that runs elsewhere: ``None`` to run it, or the answer

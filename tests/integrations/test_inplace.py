@@ -21,6 +21,7 @@ from toolguard import (
     Breaker,
     ControlFlow,
     Dispatcher,
+    InvalidOption,
     Retry,
     Scope,
     ToolCall,
@@ -314,6 +315,57 @@ def test_a_scope_counts_the_calls_of_one_step_once_against_a_budget() -> None:
     spent = guard_call(session.scope(step="m2"), CALL, retry, ADAPTER)
     assert "retry 1 of 1" in first.text and "retry 1 of 1" in again.text
     assert "too many times" in spent.text
+
+
+def test_a_step_found_late_is_read_only_when_a_call_needs_it_and_once() -> None:
+    from toolguard import RetryWithFeedback
+
+    agent = Dispatcher([], max_model_retries=1)
+    session = agent.session(id="s")
+    reads: list[str] = []
+
+    def finder(step: str) -> Callable[[], Awaitable[str | None]]:
+        async def find() -> str | None:
+            reads.append(step)
+            return step
+
+        return find
+
+    async def play() -> list[Reply]:
+        ok = _async(lambda: Reply("fine"))
+        retry = _async(raising(RetryWithFeedback("Send a date.")))
+        replies = [await aguard_call(session.scope(find_step=finder("m0")), CALL, ok, ADAPTER)]
+        for step in ("m1", "m1", "m2"):
+            scope = session.scope(find_step=finder(step))
+            replies.append(await aguard_call(scope, CALL, retry, ADAPTER))
+            assert scope.step == step  # found, and kept on the scope
+        return replies
+
+    fine, first, again, spent = asyncio.run(play())
+    assert fine == Reply("fine")
+    assert reads == ["m1", "m1", "m2"]  # a plain success reads no step
+    # one model message's calls count once against the budget, as with step=
+    assert "retry 1 of 1" in first.text and "retry 1 of 1" in again.text
+    assert "too many times" in spent.text
+
+
+def test_a_step_found_late_answers_on_the_async_methods_only_and_cannot_break_them() -> None:
+    session = Dispatcher([]).session(id="s")
+
+    async def broken() -> str | None:
+        raise KeyError("the framework's state moved")
+
+    scope = session.scope(find_step=broken)
+    with pytest.raises(TypeError, match="async methods only"):
+        scope.failed(CALL, RuntimeError("x"))
+    result = asyncio.run(scope.afailed(CALL, RuntimeError(SECRET)))
+    assert result.is_error and SECRET not in result.text  # answered, as a step of its own
+    assert scope.step is None
+    with pytest.raises(InvalidOption, match="not both"):
+        session.scope(step="m1", find_step=broken)
+    with pytest.raises(InvalidOption, match="async function"):
+        session.scope(find_step="m1")  # type: ignore[arg-type]  # the mistake under test
+    assert Dispatcher([]).scope().step is None  # no conversation: nothing to find
 
 
 def test_the_scope_dispatches_the_dispatchers_own_tools_in_its_step() -> None:

@@ -41,7 +41,8 @@ _known: weakref.WeakKeyDictionary[Context, str] = weakref.WeakKeyDictionary()
 async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
     """The scope of a call: the conversation of ``ctx`` in its model step, or no
     conversation when the agent gave no ``Context`` (or its typed state refuses
-    toolguard's key)."""
+    toolguard's key). The step (a read of the context's store) is found only when a
+    call needs it: a failure, a breaker, a budget; never on a plain success."""
     if not isinstance(ctx, Context):
         return dispatcher.scope()
     try:
@@ -53,9 +54,17 @@ async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
                 session_id = uuid.uuid4().hex
                 await store.set(SESSION_KEY, session_id)
             _known[ctx] = session_id
-        iteration = await store.get(_ITERATION, default=None)
     except (AttributeError, KeyError, TypeError, ValueError):
         return dispatcher.scope()  # a typed state that refuses the key
-    run_id = run_tags.get().get(RUN_ID_TAG)
-    step = f"{run_id}:{iteration}" if run_id is not None and iteration is not None else None
-    return dispatcher.session(id=session_id).scope(step=step)
+    run_id = run_tags.get().get(RUN_ID_TAG)  # now: the run this call is in
+    if run_id is None:
+        return dispatcher.session(id=session_id).scope()
+
+    async def step() -> str | None:
+        try:
+            iteration = await store.get(_ITERATION, default=None)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        return None if iteration is None else f"{run_id}:{iteration}"
+
+    return dispatcher.session(id=session_id).scope(find_step=step)
