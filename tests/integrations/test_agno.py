@@ -75,7 +75,7 @@ class ScriptedModel(Model):
     ) -> Iterator[ModelResponse]:
         yield self._next(messages)
 
-    async def ainvoke_stream(  # type: ignore[override]  # Agno declares it sync-returning
+    async def ainvoke_stream(
         self, messages: list[Message], *args: Any, **kwargs: Any
     ) -> AsyncIterator[ModelResponse]:
         yield self._next(messages)
@@ -383,7 +383,7 @@ def test_toolguard_tools_declare_their_schema_as_agno_parameters() -> None:
 @pytest.mark.parametrize("run_async", [False, True], ids=["run", "arun"])
 def test_toolguard_tools_answer_in_an_agent(run_async: bool) -> None:
     tools = as_agno_tools(Dispatcher([search]))
-    script = [
+    script: list[Step] = [
         [
             ("search", {"query": "hat", "limit": 2}),
             ("search", {"query": "boom"}),
