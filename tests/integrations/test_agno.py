@@ -23,6 +23,7 @@ from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.tools import Toolkit
+from agno.tools.function import ToolResult as AgnoToolResult
 from structlog.testing import capture_logs
 
 from toolguard import Breaker, Dispatcher, ToolError, ToolPolicy
@@ -299,6 +300,32 @@ def test_retries_apply_to_a_guarded_tool() -> None:
     hook = guarded_hook("flaky", overrides={"flaky": ToolPolicy(retries=2)})
     _, model = run([flaky], [[("flaky", {"query": "x"})]], hooks=[hook])
     assert model.tool_messages() == [("found x", False)] and len(attempts) == 2
+
+
+def test_a_long_success_is_cut_as_the_dispatcher_says_and_an_agno_result_kept() -> None:
+    def page(number: int) -> str:
+        """A long page.
+
+        Args:
+            number: The page.
+        """
+        return "x" * 5000
+
+    def card(number: int) -> AgnoToolResult:
+        """A card.
+
+        Args:
+            number: The card.
+        """
+        return AgnoToolResult(content="y" * 5000, metadata={"card": number})
+
+    hook = guarded_hook("page", "card", max_result_chars=1000)
+    _, model = run([page, card], [[("page", {"number": 1}), ("card", {"number": 2})]], hooks=[hook])
+    (cut, is_error), (cut_card, _) = model.tool_messages()
+    assert not is_error and cut.startswith("x" * 1000) and "truncated" in cut
+    assert len(cut) < 1200 and cut_card.startswith("y" * 1000) and len(cut_card) < 1200
+    _, plain = run([page], [[("page", {"number": 1})]], hooks=[guarded_hook("page")])
+    assert plain.tool_messages() == [("x" * 5000, False)]  # nothing to decide: as it was
 
 
 def test_breakers_count_per_agno_session() -> None:
