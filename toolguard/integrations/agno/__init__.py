@@ -12,8 +12,8 @@ Two pieces, usable together or apart::
     )
 
 * :func:`toolguard_hook` guards every tool of an existing agent in place, through
-  Agno's own ``tool_hooks`` (a middleware around each tool call, on ``Agent`` and
-  ``Team``). For a tool that raises, Agno tells the model the exception's text,
+  Agno's own ``tool_hooks`` (a middleware around each tool call; ``Agent`` and
+  ``Team`` both take them). For a tool that raises, Agno tells the model the exception's text,
   ``str(e)``, flagged ``tool_call_error``: secrets and all. Guarded, the failure is
   answered by the dispatcher's handler chain instead and raised again as a
   ``ToolError`` carrying that answer, so Agno's own failure path stays as it is (the
