@@ -192,6 +192,19 @@ def test_a_tool_errors_message_and_a_success_reach_the_model_as_unguarded(
     assert [t.result for t in output.tools] == [t.result for t in plain_output.tools]
 
 
+def test_a_team_takes_the_same_hook_for_its_own_tools() -> None:
+    from agno.team import Team
+
+    model = ScriptedModel(steps=[[("lookup_order", {"number": 7})], "done"])
+    member = Agent(name="helper", model=ScriptedModel(steps=["ok"]))
+    team = Team(members=[member], model=model, tools=[lookup_order], tool_hooks=[guarded_hook()])
+    with capture_logs() as logs:
+        team.run("go", session_id="team-1")
+    ((text, is_error),) = model.tool_messages()
+    (hidden,) = [e for e in logs if e["event"] == "tool_error_hidden"]
+    assert is_error and hidden["error_id"] in text and SECRET not in model.last_text()
+
+
 def test_an_override_by_name_answers_the_failure() -> None:
     hook = guarded_hook(
         "lookup_order", overrides={"lookup_order": ToolPolicy(on_error="Orders are down.")}
