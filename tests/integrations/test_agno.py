@@ -374,9 +374,29 @@ def test_return_direct_cannot_apply_and_is_refused() -> None:
     assert is_error and "return_direct for 'lookup_stock' cannot apply" in text and not ran
 
 
+def test_the_hook_listed_uncalled_fails_each_call_loudly_and_runs_no_tool() -> None:
+    ran: list[int] = []
+
+    def note(text: str) -> str:
+        """Note something.
+
+        Args:
+            text: What.
+        """
+        ran.append(1)
+        return "noted"
+
+    _, model = run([note], [[("note", {"text": "x"})]], hooks=[toolguard_hook])
+    ((text, is_error),) = model.tool_messages()
+    assert is_error and "dispatcher" in text and not ran
+
+
 def test_bad_inputs_at_the_entry_points_are_clear() -> None:
     with pytest.raises(TypeError, match=r"toolguard_hook\(dispatcher\) takes a toolguard"):
         toolguard_hook([lookup_order])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"toolguard_hook\(dispatcher\) takes a toolguard"):
+        toolguard_hook(None)  # type: ignore[arg-type]
+    assert ToolguardHook().dispatcher.tools == {}  # the global defaults alone
     with pytest.raises(TypeError, match=r"as_agno_tools\(dispatcher\) takes a toolguard"):
         as_agno_tools([search])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tool name only with dispatcher"):

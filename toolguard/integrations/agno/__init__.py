@@ -70,7 +70,7 @@ register_control_flow(AgentRunException)
 register_control_flow(RunCancelledException)
 
 
-def toolguard_hook(dispatcher: Dispatcher | None = None) -> ToolguardHook:
+def toolguard_hook(dispatcher: Dispatcher) -> ToolguardHook:
     """The tool hook that guards every tool of an Agno agent in place:
     ``Agent(..., tool_hooks=[toolguard_hook(dispatcher)])``, the one line to add.
 
@@ -78,14 +78,19 @@ def toolguard_hook(dispatcher: Dispatcher | None = None) -> ToolguardHook:
     to a failure: the dispatcher's handler chain for the tool's name (overrides by name
     or glob, agent defaults and policy files; name the agent's tools in
     ``external_tools=`` so overrides may name them exactly), hidden causes logged once
-    with the error id the model sees. Without a dispatcher, an empty one under the
-    global defaults. ``return_direct`` set for a tool the dispatcher names is refused
-    here (``ToolDefinitionError``; see the module docstring).
+    with the error id the model sees. ``return_direct`` set for a tool the dispatcher
+    names is refused here (``ToolDefinitionError``; see the module docstring).
+
+    The dispatcher is required (``ToolguardHook()`` is the hook under the global
+    defaults alone): listed uncalled, ``tool_hooks=[toolguard_hook]``, Agno would call
+    it as the hook with no dispatcher, and each call fails loudly, its tool not run,
+    rather than answering with a hook object.
 
     Agno puts an agent's ``tool_hooks`` in place of each tool's own: to keep a tool's
     own hooks, list them with this one (``tool_hooks=[toolguard_hook(d), audit]``: the
     first is the outermost).
     """
+    dispatcher = the_dispatcher(dispatcher, entry="toolguard_hook(dispatcher)")
     return ToolguardHook(dispatcher)
 
 
