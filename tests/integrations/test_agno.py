@@ -459,6 +459,21 @@ def test_toolguard_tools_answer_in_an_agent(run_async: bool) -> None:
     assert [e["call_id"] for e in logs if e["event"] == "tool_error_hidden"] == ["c1"]
 
 
+def test_agnos_signals_from_a_toolguard_tool_reach_agno() -> None:
+    @guard_tool
+    def halt(reason: str) -> str:
+        """Stop the run.
+
+        Args:
+            reason: Why.
+        """
+        raise StopAgentRun(reason)
+
+    output, model = run(as_agno_tools(Dispatcher([halt])), [[("halt", {"reason": "enough"})]])
+    assert len(model.seen) == 1  # Agno stopped the run after the tool, as it means to
+    assert [(t.result, t.stop_after_tool_call) for t in output.tools] == [("enough", True)]
+
+
 def test_an_async_toolguard_tool_is_an_async_agno_function() -> None:
     (made,) = as_agno_tools(Dispatcher([fetch]))
     _, model = run([made], [[("fetch", {"url": "a"}), ("fetch", {"url": "boom"})]], run_async=True)

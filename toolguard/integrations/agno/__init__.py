@@ -32,8 +32,9 @@ one toolguard session per Agno session, so breakers and model-retry budgets coun
 conversation, and the calls of one assistant message are one step.
 
 What stays Agno's. A tool name the model invented is answered by Agno before any hook
-runs; a tool's success (its value, an Agno ``ToolResult``, a generator), its own state,
-its ``pre_hook``/``post_hook``, caching, confirmation and approvals are untouched.
+runs; a tool's success (its value, an Agno ``ToolResult``, a generator: cut only where
+the dispatcher's ``max_result_chars`` says), its own state, its ``pre_hook``/``post_hook``,
+caching, confirmation and approvals are untouched.
 ``return_direct`` has no per-call counterpart in Agno (a tool ends the run only by its
 own ``stop_after_tool_call``) and is refused (``ToolDefinitionError``), never ignored:
 for the names the dispatcher knows, when the hook is made; for a name only a glob
