@@ -23,6 +23,7 @@ from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.tools import Toolkit
+from agno.tools import tool as agno_tool
 from agno.tools.function import ToolResult as AgnoToolResult
 from structlog.testing import capture_logs
 
@@ -232,6 +233,59 @@ def test_arguments_agno_refuses_get_toolguards_answer_and_the_tool_does_not_run(
     ((text, is_error),) = model.tool_messages()
     assert is_error and text.startswith("Invalid arguments for tool 'take'")
     assert "'number'" in text and "errors.pydantic.dev" not in text and not ran
+
+
+class Shelf(Toolkit):
+    """An Agno toolkit whose method Agno validates."""
+
+    def __init__(self) -> None:
+        super().__init__(name="shelf", tools=[self.stock])
+
+    def stock(self, item: str, count: int) -> str:
+        """Put items on the shelf.
+
+        Args:
+            item: The item.
+            count: How many.
+        """
+        return f"{count} {item}"
+
+
+def test_a_missing_argument_is_named_with_its_type_for_toolkits_and_agno_tools() -> None:
+    for tools in ([Shelf()], [agno_tool(lookup_order)]):
+        name = "stock" if isinstance(tools[0], Shelf) else "lookup_order"
+        arguments = {"item": "hat"} if name == "stock" else {}
+        _, model = run(tools, [[(name, arguments)]], hooks=[guarded_hook(name)])
+        ((text, is_error),) = model.tool_messages()
+        missing = "'count'" if name == "stock" else "'number'"
+        assert is_error and f"{missing}: missing required argument (an integer)" in text
+    script = [[("lookup_order", {"number": "x", "colour": "red"})]]
+    _, model = run([lookup_order], script, hooks=[guarded_hook("lookup_order")])
+    ((text, is_error),) = model.tool_messages()
+    assert is_error and "'colour': unexpected argument; this tool accepts: number" in text
+    assert "'number': Input should be a valid integer" in text and "red" not in text
+
+
+def test_each_call_of_one_message_is_logged_under_its_own_id() -> None:
+    with capture_logs() as logs:
+        run(
+            [lookup_order],
+            [[("lookup_order", {"number": 1}), ("lookup_order", {"number": 7})]],
+            hooks=[guarded_hook("lookup_order")],
+        )
+    assert [e["call_id"] for e in logs if e["event"] == "tool_error_hidden"] == ["c1"]
+
+
+def test_a_function_call_run_outside_an_agent_is_guarded_by_the_dispatchers_scope() -> None:
+    from agno.tools.function import Function, FunctionCall
+
+    function = Function.from_callable(lookup_order)
+    function.tool_hooks = [guarded_hook("lookup_order")]
+    with capture_logs() as logs:
+        outcome = FunctionCall(function=function, arguments={"number": 7}).execute()
+    (hidden,) = [e for e in logs if e["event"] == "tool_error_hidden"]
+    assert outcome.status == "failure" and hidden["error_id"] in str(outcome.error)
+    assert SECRET not in str(outcome.error)
 
 
 def test_a_validation_error_inside_the_tool_is_the_tools_own_failure() -> None:

@@ -67,7 +67,7 @@ class _Outcomes(Adapter[Any]):
     def cause(self, call: ToolCall, error: Exception) -> Exception:
         if isinstance(error, pydantic.ValidationError) and _refused_arguments(error):
             schema = schema_of(self.owner, str(call.name))
-            return self.scope.invalid_arguments(call, error, schema)
+            return self.scope.invalid_arguments(call, _as_arguments_object(error), schema)
         return error
 
     def seen(self, outcome: Any) -> object:
@@ -98,6 +98,40 @@ def _refused_arguments(error: pydantic.ValidationError) -> bool:
     while modules and modules[-1] == _VALIDATION:
         modules.pop()
     return bool(modules) and modules[-1] == _AGNO_CALL
+
+
+# validate_call's words for a call's shape, as the same mistakes of an arguments object
+# (toolguard's answer names them alike: a missing argument with its type, an unexpected
+# one with the arguments the tool accepts, never the call's values)
+_OBJECT_KINDS: Final = {
+    "missing_argument": "missing",
+    "missing_keyword_only_argument": "missing",
+    "missing_positional_only_argument": "missing",
+    "unexpected_keyword_argument": "extra_forbidden",
+}
+
+
+def _as_arguments_object(error: pydantic.ValidationError) -> pydantic.ValidationError:
+    """``error`` (of ``validate_call``: the function's call) as the validation of the
+    arguments object the model sent; as it is where it has nothing to translate."""
+    details = error.errors(include_url=False)
+    if not any(detail["type"] in _OBJECT_KINDS for detail in details):
+        return error
+    line_errors: list[Any] = []
+    for detail in details:
+        kind = _OBJECT_KINDS.get(detail["type"])
+        entry: dict[str, Any] = {
+            "type": kind or detail["type"],
+            "loc": detail["loc"],
+            "input": None if kind else detail["input"],
+        }
+        if not kind and "ctx" in detail:
+            entry["ctx"] = detail["ctx"]
+        line_errors.append(entry)
+    try:
+        return pydantic.ValidationError.from_exception_data(error.title, line_errors)
+    except (TypeError, ValueError, KeyError):  # a kind pydantic cannot rebuild: as it is
+        return error
 
 
 def refuse_return_direct(dispatcher: Dispatcher | Scope, name: str) -> None:
