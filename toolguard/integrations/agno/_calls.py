@@ -36,7 +36,7 @@ def call_of(
 
 def _find(messages: Any, name: str, arguments: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """This call's id and its step in the last assistant message with tool calls."""
-    for message in reversed(list(messages)[-8:]):
+    for message in reversed(messages if isinstance(messages, list) else list(messages)):
         calls = getattr(message, "tool_calls", None)
         if getattr(message, "role", None) != "assistant" or not calls:
             continue
