@@ -211,6 +211,7 @@ def test_the_core_imports_no_format_integration_or_agent_framework() -> None:
     frameworks = (
         *("langchain", "langgraph", "agents", "pydantic_ai", "mcp", "fastmcp"),
         *("temporalio", "dbos"),  # the durable engines
+        "agent_framework",
     )
     for module, path in MODULES.items():
         if module.startswith(("toolguard.formats", "toolguard.integrations")):
