@@ -38,9 +38,10 @@ from agent_framework import (
 )
 from structlog.testing import capture_logs
 
-from toolguard import Breaker, Dispatcher, ToolError, ToolPolicy
+from toolguard import Breaker, Dispatcher, ToolCallFailed, ToolError, ToolPolicy
 from toolguard import tool as guard_tool
 from toolguard.errors import ToolDefinitionError
+from toolguard.handlers import fail
 from toolguard.integrations.agent_framework import (
     ToolguardFunctionTool,
     ToolguardMiddleware,
@@ -341,6 +342,19 @@ def test_retries_run_the_rest_of_the_chain_again() -> None:
     assert client.told() == ["found x"] and len(attempts) == 2
 
 
+def test_a_timeout_answers_the_call_at_its_deadline() -> None:
+    @tool
+    async def slow(query: str) -> str:
+        """Never answers in time."""
+        await asyncio.sleep(30)
+        return query
+
+    middleware = guarded("slow", overrides={"slow": ToolPolicy(timeout=0.05)})
+    response, client = run([slow], [[("slow", {"query": "x"})]], middleware=[middleware])
+    (told,) = client.told()
+    assert response.text == "done" and "did not finish within 0.05 s" in told
+
+
 def test_a_breaker_counts_per_agent_session() -> None:
     ran: list[int] = []
 
@@ -378,6 +392,26 @@ def test_agent_frameworks_own_signals_pass_untouched() -> None:
     agent = Agent(client, tools=[strict], middleware=[guarded()])
     with pytest.raises(MiddlewareFailure, match="policy check failed"):
         finish(agent.run("go"))
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["in place", "toolguard tool"])
+def test_a_handler_that_fails_the_invocation_aborts_the_run(served: bool) -> None:
+    """Agent Framework turns any exception out of a middleware or a tool into a result
+    and goes on; ``ToolCallFailed`` aborts the run as its ``MiddlewareFailure``."""
+    failing = ToolPolicy(on_error=fail)
+    if served:
+        dispatcher = Dispatcher([search], overrides={"search": failing})
+        tools: list[Any] = as_agent_framework_tools(dispatcher)
+        steps = [[("search", {"query": "boom"})]]
+    else:
+        dispatcher = Dispatcher([], external_tools=["lookup_order"], overrides={"*": failing})
+        tools = [lookup_order]
+        steps = [[("lookup_order", {"number": 7})]]
+    agent = Agent(ScriptedClient(steps), tools=tools, middleware=[ToolguardMiddleware(dispatcher)])
+    with pytest.raises(MiddlewareFailure) as raised:
+        finish(agent.run("go"))
+    assert isinstance(raised.value.__cause__, ToolCallFailed)
+    assert raised.value.__cause__.call_id == "c0" and SECRET not in str(raised.value)
 
 
 def test_an_inner_middlewares_failure_is_answered_and_its_result_kept() -> None:

@@ -76,8 +76,9 @@ def as_agent_framework_tool(
       bad call gets toolguard's message naming the argument, and the tool does not run;
     * failures are answered by the dispatcher's handler chain, the answer being the
       call's result: a ``ToolError``'s message as written, a hidden cause as
-      toolguard's generic message with its error id (the cause logged once); only
-      control flow and ``ToolCallFailed`` escape;
+      toolguard's generic message with its error id (the cause logged once); a
+      handler that fails the invocation (``ToolCallFailed``) aborts the run with Agent
+      Framework's ``MiddlewareFailure``, the ``ToolCallFailed`` its cause;
     * a success returns what the tool returned (Agent Framework makes its content of
       it), its text where toolguard cut it; a sync tool runs on the dispatcher's pool;
     * in a run with an ``AgentSession`` the call is answered in

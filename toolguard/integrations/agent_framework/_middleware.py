@@ -25,9 +25,13 @@ from agent_framework import (
 from agent_framework.exceptions import UserInputRequiredException
 from pydantic import BaseModel, ValidationError
 
-from toolguard import Dispatcher, Scope, ToolCall, ToolResult
+from toolguard import Dispatcher, Scope, ToolCall, ToolCallFailed, ToolResult
 from toolguard.integrations._common import HookAdapter, the_dispatcher
-from toolguard.integrations.agent_framework._tools import ToolguardFunctionTool, scope_of
+from toolguard.integrations.agent_framework._tools import (
+    ToolguardFunctionTool,
+    failing,
+    scope_of,
+)
 from toolguard.integrations.inplace import aguard_call
 
 __all__ = ["ToolguardMiddleware"]
@@ -122,7 +126,10 @@ class ToolguardMiddleware(FunctionMiddleware):
 
     Agent Framework's own signals and errors pass untouched: ``MiddlewareTermination``,
     ``MiddlewareFailure``, ``UserInputRequiredException``, its validation of the
-    arguments and its approval checks; so do control flow and ``ToolCallFailed``. A
+    arguments and its approval checks; so does toolguard's control flow. A handler that
+    fails the invocation (``ToolCallFailed``) aborts the run with Agent Framework's
+    fail-closed ``MiddlewareFailure``, the ``ToolCallFailed`` its cause (any other
+    exception out of a middleware becomes a result the loop goes on with). A
     tool of :func:`~toolguard.integrations.agent_framework.as_agent_framework_tool`
     answers for itself. What the function loop answers before any middleware runs
     stays its own: a tool name the model invented, a tool that needs approval.
@@ -164,10 +171,13 @@ class ToolguardMiddleware(FunctionMiddleware):
         scope = scope_of(self.dispatcher, context.session, outside=self._outside)
         adapter = _Answering()
         refused = self._invalid(tool, call)
-        if refused is not None:
-            outcome: Any = adapter.answer(call, await scope.afailed(call, refused))
-        else:
-            outcome = await aguard_call(scope, call, _next(context, call_next), adapter)
+        try:
+            if refused is not None:
+                outcome: Any = adapter.answer(call, await scope.afailed(call, refused))
+            else:
+                outcome = await aguard_call(scope, call, _next(context, call_next), adapter)
+        except ToolCallFailed as failed:
+            raise failing(failed) from failed
         context.result = outcome
         if adapter.stop:
             raise MiddlewareTermination(result=outcome)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_framework import AgentSession, FunctionInvocationContext, FunctionTool
+from agent_framework import (
+    AgentSession,
+    FunctionInvocationContext,
+    FunctionTool,
+    MiddlewareFailure,
+)
 
-from toolguard import Dispatcher, Scope, ToolCall
+from toolguard import Dispatcher, Scope, ToolCall, ToolCallFailed
 from toolguard.integrations._common import declared_schema
 
-__all__ = ["FRAMEWORK", "ToolguardFunctionTool", "scope_of"]
+__all__ = ["FRAMEWORK", "ToolguardFunctionTool", "failing", "scope_of"]
 
 FRAMEWORK: Final = "agent-framework"
 
@@ -21,6 +26,14 @@ def scope_of(dispatcher: Dispatcher, session: object, *, outside: Scope | None =
     if isinstance(session, AgentSession):
         return dispatcher.session(id=session.session_id).scope()
     return outside if outside is not None else dispatcher.scope()
+
+
+def failing(failed: ToolCallFailed) -> MiddlewareFailure:
+    """A handler's choice to fail the invocation as Agent Framework's fail-closed abort:
+    its function loop turns any other exception into a result and goes on; a
+    ``MiddlewareFailure`` ends the run and reaches the caller (raise it ``from`` the
+    ``ToolCallFailed``, which the caller finds as its ``__cause__``)."""
+    return MiddlewareFailure(str(failed))
 
 
 class ToolguardFunctionTool(FunctionTool):
@@ -58,7 +71,10 @@ class ToolguardFunctionTool(FunctionTool):
             id=call_id if isinstance(call_id, str) else None,
         )
         scope = scope_of(self._guarding, context.session)
-        result = await scope.adispatch(call, offload=True)
+        try:
+            result = await scope.adispatch(call, offload=True)
+        except ToolCallFailed as failed:
+            raise failing(failed) from failed
         if result.is_error or result.truncated or result.value is None:
             return result.text
         return result.value
