@@ -282,6 +282,27 @@ def test_bad_arguments_get_toolguards_message_and_the_tool_does_not_run() -> Non
     assert ran == []
 
 
+def test_a_json_schema_tools_bad_arguments_stay_agent_frameworks_answer() -> None:
+    """A tool declared by a JSON schema dict (an MCP server's, say) has no input model:
+    Agent Framework checks its arguments itself, and its answer passes as it was."""
+    declared = FunctionTool(
+        name="count",
+        description="Take a number.",
+        func=lambda number: f"got {number}",
+        input_model={
+            "type": "object",
+            "properties": {"number": {"type": "integer"}},
+            "required": ["number"],
+        },
+    )
+    steps: list[Step] = [[("count", {"number": "many"})]]
+    _, plain = run([declared], steps)
+    with capture_logs() as logs:
+        _, kept = run([declared], steps, middleware=[guarded()])
+    assert kept.told() == plain.told() == ["Error: Argument parsing failed."]
+    assert kept.results()[0].exception is not None and not hidden_events(logs)
+
+
 def test_return_direct_ends_the_loop_with_the_tools_result() -> None:
     middleware = guarded("lookup_order", overrides={"lookup_order": ToolPolicy(return_direct=True)})
     response, client = run(
@@ -402,7 +423,7 @@ def test_a_handler_that_fails_the_invocation_aborts_the_run(served: bool) -> Non
     if served:
         dispatcher = Dispatcher([search], overrides={"search": failing})
         tools: list[Any] = as_agent_framework_tools(dispatcher)
-        steps = [[("search", {"query": "boom"})]]
+        steps: list[Step] = [[("search", {"query": "boom"})]]
     else:
         dispatcher = Dispatcher([], external_tools=["lookup_order"], overrides={"*": failing})
         tools = [lookup_order]
