@@ -62,8 +62,12 @@ class ScriptedClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], Bas
         steps: Sequence[Step],
         *,
         function_invocation_configuration: FunctionInvocationConfiguration | None = None,
+        middleware: Sequence[Any] | None = None,
     ) -> None:
-        super().__init__(function_invocation_configuration=function_invocation_configuration)
+        super().__init__(
+            function_invocation_configuration=function_invocation_configuration,
+            middleware=middleware,
+        )
         self.steps = list(steps)
         self.seen: list[list[Message]] = []
 
@@ -458,6 +462,13 @@ def test_a_run_level_middleware_is_guarded() -> None:
     client = ScriptedClient([[("lookup_order", {"number": 7})]])
     agent = Agent(client, tools=[lookup_order])
     finish(agent.run("go", middleware=[guarded()]))
+    (told,) = client.told()
+    assert "error id" in told and SECRET not in told
+
+
+def test_a_chat_clients_own_middleware_is_guarded_too() -> None:
+    client = ScriptedClient([[("lookup_order", {"number": 7})]], middleware=[guarded()])
+    finish(Agent(client, tools=[lookup_order]).run("go"))
     (told,) = client.told()
     assert "error id" in told and SECRET not in told
 
