@@ -492,6 +492,8 @@ def test_bad_inputs_at_the_entry_points_are_clear() -> None:
         as_agent_framework_tools([search])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="only with dispatcher"):
         as_agent_framework_tool("search")
+    with pytest.raises(TypeError, match="'lookup_order' is already an Agent Framework"):
+        as_agent_framework_tool(lookup_order)
     with pytest.raises(ToolDefinitionError, match="not one of this dispatcher's tools"):
         as_agent_framework_tool("lookup", dispatcher=Dispatcher([search]))
 

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 try:
-    import agent_framework  # noqa: F401  # the framework, before its names below
+    from agent_framework import FunctionTool
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.agent_framework needs Microsoft Agent Framework: "
@@ -90,6 +90,12 @@ def as_agent_framework_tool(
     defaults and its own policy; with one, ``tool`` (or its name) must be one of that
     dispatcher's tools.
     """
+    if isinstance(tool, FunctionTool):
+        raise TypeError(
+            f"as_agent_framework_tool() takes a toolguard @tool; {tool.name!r} is already an "
+            "Agent Framework FunctionTool: guard it in place, "
+            "Agent(..., middleware=[ToolguardMiddleware(dispatcher)])"
+        )
     dispatcher, name = guarded(tool, dispatcher, adapter="as_agent_framework_tool")
     stop = dispatcher.scope().policy(name).return_direct
     if isinstance(stop, ReturnDirect) and stop.mode != "never":
