@@ -262,6 +262,30 @@ def test_a_success_is_agent_frameworks_own_result() -> None:
     )
 
 
+def test_max_result_chars_cuts_the_text_of_a_success() -> None:
+    class Loud(FunctionMiddleware):
+        """An inner middleware answering at length: Agent Framework's contents, a str."""
+
+        async def process(
+            self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
+        ) -> None:
+            await call_next()
+            if dict(cast("Mapping[str, Any]", context.arguments))["number"] == 1:
+                context.result = [Content.from_text("y" * 500)]
+            else:
+                context.result = "x" * 500
+
+    middleware = guarded("lookup_order", overrides={"*": ToolPolicy(max_result_chars=100)})
+    _, client = run(
+        [lookup_order],
+        [[("lookup_order", {"number": 1}), ("lookup_order", {"number": 2})]],
+        middleware=[middleware, Loud()],
+    )
+    contents, text = client.told()
+    assert contents.startswith("y" * 50) and len(contents) < 200
+    assert text.startswith("x" * 50) and len(text) < 200
+
+
 def test_overrides_answer_by_the_tools_name() -> None:
     middleware = guarded(
         "lookup_order",
