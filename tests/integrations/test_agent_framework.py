@@ -239,7 +239,9 @@ def test_a_hidden_failure_is_answered_with_an_error_id_logged_once(name: str) ->
     assert event["error_id"] in str(result.result)
     assert result.result.startswith(f"The tool '{name}' failed")
     assert SECRET not in repr(result.to_dict()) and result.exception is None
-    assert all(SECRET not in str(m.to_dict()) for m in response.messages)
+    kept = [(c.result, c.exception) for m in response.messages for c in m.contents]
+    assert SECRET not in repr(kept)  # nor anywhere in the run's messages, exception fields too
+    assert isinstance(event["exc_info"], RuntimeError) and SECRET in str(event["exc_info"])
 
 
 def test_a_tool_errors_message_arrives_as_written() -> None:
