@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import pydantic
 from ag2.events import DataInput, ModelResponse, TextInput, ToolCallEvent, ToolResultEvent
-from ag2.tools.final.function_tool import FunctionTool
+from ag2.tools.types import FunctionTool
 
 from toolguard import Dispatcher, Scope, ToolCall
 

@@ -28,7 +28,7 @@ from ag2.events import (
 )
 from ag2.events import ToolResult as AG2ToolResult
 from ag2.middleware import BaseMiddleware, LLMCall, ToolExecution, ToolResultType
-from ag2.tools.final.function_tool import FunctionTool
+from ag2.tools.types import FunctionTool
 from ag2.utils import AGENT_CONTEXT_DEPENDENCY_KEY
 
 from toolguard import Dispatcher, Scope, ToolCall, ToolError, ToolResult

@@ -10,7 +10,7 @@ from ag2 import tool as ag2_tool
 from ag2.annotations import Context
 from ag2.events import ToolCallEvent, ToolResultEvent
 from ag2.events import ToolResult as AG2ToolResult
-from ag2.tools.final.function_tool import FunctionTool
+from ag2.tools.types import FunctionTool
 
 from toolguard import Dispatcher, ToolCall, ToolResult
 from toolguard.integrations.ag2._calls import arguments_of, scope_of
