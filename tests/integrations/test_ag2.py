@@ -260,15 +260,17 @@ def test_the_tools_state_hooks_and_injection_are_kept() -> None:
         return await call_next(event, context)
 
     def whoami(context: Context) -> str:
-        """Say which call this is."""
-        return f"call id {context.tool_call_id}"
+        """Say who asks."""
+        return f"asked by {context.variables['user']}"
 
     bump = ag2_tool(counter.bump, name="bump", middleware=[hook])
-    config = scripted(call("bump"), call("bump"), call("whoami", call_id="w1"))
-    agent = Agent("c", config=config, tools=[bump, whoami], middleware=[guard()])
+    config = scripted(call("bump"), call("bump"), call("whoami"))
+    agent = Agent(
+        "c", config=config, tools=[bump, whoami], middleware=[guard()], variables={"user": "ada"}
+    )
     run(agent)
     assert counter.calls == 2 and hooked == ["bump", "bump"]
-    assert told(config) == [("call 1", False), ("call 2", False), ("call id w1", False)]
+    assert told(config) == [("call 1", False), ("call 2", False), ("asked by ada", False)]
 
 
 def test_a_hooks_own_error_result_is_kept_as_it_wrote_it() -> None:
