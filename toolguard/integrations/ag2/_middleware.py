@@ -67,6 +67,8 @@ class _Execution(Adapter[ToolResultType]):
 
     __slots__ = ("context", "event", "raised", "scope")
 
+    lazy_seen = True  # seen() is the result's text, read only where toolguard decides
+
     def __init__(self, event: ToolCallEvent, context: Context, scope: Scope) -> None:
         self.event = event
         self.context = context
