@@ -439,3 +439,31 @@ def test_a_toolguard_tool_gets_the_call_id_and_keeps_its_dispatcher_when_copied(
     config = scripted(call("echo", call_id="e7"))
     run(Agent("e", config=config, tools=[made]))
     assert told(config) == [("e7", False)]
+
+
+def test_return_direct_keeps_a_data_result_as_ag2_serialises_it() -> None:
+    def stock(sku: str) -> dict[str, Any]:
+        """Count the stock."""
+        return {"sku": sku, "left": 3}
+
+    results = []
+    for overrides in ({}, {"stock": ToolPolicy(return_direct=True)}):
+        config = scripted(call("stock", sku="hat"), "never sent")
+        guarded = Dispatcher([], external_tools=["stock"], overrides=overrides)
+        results.append(run(Agent("s", config=config, tools=[stock], middleware=[guard(guarded)])))
+    plain, stopped = results
+    assert plain.body == "never sent"
+    assert json.loads(stopped.body) == {"sku": "hat", "left": 3}
+
+
+def test_a_timeout_applies_to_a_guarded_tool_and_is_answered() -> None:
+    async def slow(query: str) -> str:
+        """Take too long."""
+        await asyncio.sleep(30)
+        return query
+
+    guarded = Dispatcher([], external_tools=["slow"], overrides={"slow": ToolPolicy(timeout=0.05)})
+    config = scripted(call("slow", query="x"))
+    run(Agent("s", config=config, tools=[slow], middleware=[guard(guarded)]))
+    ((text, is_error),) = told(config)
+    assert is_error and text.startswith("The tool 'slow' did not finish within 0.05 s")
