@@ -423,6 +423,8 @@ def test_a_toolguard_tools_return_direct_ends_the_turn() -> None:
     config = scripted(call("finish", answer="all done"), "never sent")
     reply = run(Agent("f", config=config, tools=[as_ag2_tool(finish)]))
     assert reply.body == "all done" and len(config.mock.call_args_list) == 1
+    with pytest.raises(ToolDefinitionError, match="return_direct_mode='all'"):
+        as_ag2_tools(Dispatcher([finish], return_direct_mode="all"))
 
 
 @guard_tool
