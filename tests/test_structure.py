@@ -257,6 +257,10 @@ OWN_ENVIRONMENT: dict[str, str] = {
     "toolguard.integrations.strands._calls": "strands",
     "toolguard.integrations.strands._hooks": "strands",
     "toolguard.integrations.strands._tool": "strands",
+    "toolguard.integrations.semantic_kernel": "semantic_kernel",
+    "toolguard.integrations.semantic_kernel._calls": "semantic_kernel",
+    "toolguard.integrations.semantic_kernel._filters": "semantic_kernel",
+    "toolguard.integrations.semantic_kernel._functions": "semantic_kernel",
 }
 
 
