@@ -83,6 +83,7 @@ def _conversation(history: object) -> _Conversation:
 
 def _message_of(history: Any, call: object) -> object | None:
     """The model message (in ``history``) that holds the function call ``call``."""
+    message: object
     for message in reversed(getattr(history, "messages", ())):
         if any(item is call for item in getattr(message, "items", ())):
             return message

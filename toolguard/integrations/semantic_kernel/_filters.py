@@ -28,7 +28,7 @@ from semantic_kernel.exceptions import (
 from semantic_kernel.filters import AutoFunctionInvocationContext, FunctionInvocationContext
 from semantic_kernel.functions import FunctionResult, KernelFunction, KernelFunctionFromMethod
 
-from toolguard import Dispatcher, ToolCall, ToolResult
+from toolguard import Dispatcher, Scope, ToolCall, ToolResult
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.semantic_kernel._calls import ModelCall, current, round_of, scope_of
 from toolguard.integrations.semantic_kernel._functions import ToolguardKernelFunction
@@ -111,13 +111,14 @@ def _bad_arguments(
             model.model_validate({name: context.arguments[name]})
         except pydantic.ValidationError as invalid:
             schema = {"type": "object", "properties": {name: parameter.schema_data or {}}}
-            return _scope_of_call().invalid_arguments(call, invalid, schema)
-        except Exception:  # a type pydantic cannot build a validator for
+            answer: Exception = _scope_of_call().invalid_arguments(call, invalid, schema)
+            return answer
+        except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate
             return None
     return None
 
 
-def _scope_of_call() -> Any:
+def _scope_of_call() -> Scope:
     model_call = current.get()
     assert model_call is not None  # only asked inside a guarded call
     return model_call.scope

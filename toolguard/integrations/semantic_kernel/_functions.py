@@ -43,12 +43,12 @@ class ToolguardKernelFunction(KernelFunction):
                     name=key,
                     description=schema.get("description"),
                     is_required=key in required,
-                    type_=_type_name(schema),
+                    type=_type_name(schema),
                     schema_data=dict(schema),
                 )
                 for key, schema in dict(parameters.get("properties", {})).items()
             ],
-            return_parameter=KernelParameterMetadata(name="return", type_="str", schema_data={}),
+            return_parameter=KernelParameterMetadata(name="return", type="str", schema_data={}),
             is_prompt=False,
             is_asynchronous=True,
         )
