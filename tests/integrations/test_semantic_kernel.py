@@ -32,7 +32,7 @@ from semantic_kernel.filters import FilterTypes, FunctionInvocationContext
 from semantic_kernel.functions import FunctionResult, KernelArguments, kernel_function
 from structlog.testing import capture_logs
 
-from toolguard import Breaker, Dispatcher, ToolError, ToolPolicy
+from toolguard import Breaker, ControlFlow, Dispatcher, ToolCallFailed, ToolError, ToolPolicy
 from toolguard import tool as guard_tool
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.semantic_kernel import (
@@ -299,6 +299,53 @@ async def test_a_round_where_every_call_asks_stops_under_all() -> None:
     guard(kernel, dispatcher)
     answer, _ = await chat_once(kernel, chat)
     assert len(chat.seen) == 1 and str(answer[0]) != "done"
+
+
+@pytest.mark.parametrize("name", [LOOKUP, "tools-search"])
+async def test_a_handlers_fail_reaches_the_application(name: str) -> None:
+    """Semantic Kernel answers every exception of a function itself: a ToolCallFailed (a
+    handler chose to fail the invocation) is raised again above its handler."""
+    kernel, chat = kernel_with([[(name, {"number": 7} if name == LOOKUP else {"query": "secret"})]])
+    kernel.add_plugin(Orders(), "orders")
+    dispatcher = Dispatcher(
+        [search], external_tools=[LOOKUP], overrides={"*": ToolPolicy(on_error="fail")}
+    )
+    guard(kernel, dispatcher, plugin="tools")
+    history = ChatHistory()
+    with pytest.raises(ToolCallFailed) as raised:
+        await chat_once(kernel, chat, history)
+    assert raised.value.tool == name.removeprefix("tools-") and raised.value.call_id == "c0"
+    assert not results(history)  # no answer was made up for the model
+
+
+class Handoff(ControlFlow):
+    """An application's own signal."""
+
+
+async def test_control_flow_reaches_the_application() -> None:
+    class Desk:
+        @kernel_function
+        def transfer(self) -> str:
+            """Hand over to a human."""
+            raise Handoff("to billing")
+
+    kernel, chat = kernel_with([[("desk-transfer", {})]], ("desk", Desk()))
+    guard(kernel, Dispatcher([], external_tools=["desk-transfer"]))
+    with pytest.raises(Handoff):
+        await chat_once(kernel, chat)
+
+
+async def test_the_call_is_the_models_not_the_applications_arguments() -> None:
+    kernel, chat = kernel_with([[(LOOKUP, {"number": 7})]], ("orders", Orders()))
+    guard(kernel, orders_dispatcher())
+    history = ChatHistory()
+    history.add_user_message("go")
+    with capture_logs() as logs:
+        await chat.get_chat_message_contents(
+            history, settings(), kernel=kernel, arguments=KernelArguments(api_key="k-123")
+        )
+    (hidden,) = [event for event in logs if event["event"] == "tool_error_hidden"]
+    assert hidden["arguments"] == {"number": 7}
 
 
 async def test_a_chat_history_is_one_conversation_for_breakers() -> None:

@@ -40,14 +40,18 @@ class Round:
 class ModelCall:
     """One function call the model made, as the auto filter saw it."""
 
-    __slots__ = ("function", "id", "scope", "stop", "taken")
+    __slots__ = ("arguments", "escaping", "id", "scope", "stop", "taken")
 
-    def __init__(self, function: object, call_id: str | None, scope: Scope) -> None:
-        self.function = function
+    def __init__(self, call_id: str | None, arguments: dict[str, Any], scope: Scope) -> None:
         self.id = call_id
+        self.arguments = arguments  # the model's own (not the application's KernelArguments)
         self.scope = scope
         self.stop = False  # whether toolguard's answer asked the round to stop
         self.taken = False  # the invocation of this call was guarded: nested ones are not
+        # what must reach the application (a handler's ToolCallFailed, control flow):
+        # Semantic Kernel answers every exception of a function itself, so the auto
+        # filter raises it again above Semantic Kernel's handler
+        self.escaping: Exception | None = None
 
 
 current: Final[ContextVar[ModelCall | None]] = ContextVar(

@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import pydantic
+from semantic_kernel.contents import FunctionCallContent
 from semantic_kernel.exceptions import (
     FilterException,
+    FunctionCallInvalidArgumentsException,
     FunctionExecutionException,
     FunctionInitializationError,
     KernelFunctionNotFoundError,
@@ -67,7 +69,7 @@ class _Results(Adapter["FunctionResult | None"]):
         return isinstance(error, _WIRING)
 
     def cause(self, call: ToolCall, error: Exception) -> Exception:
-        return _bad_arguments(self.context, call, error) or error
+        return _bad_arguments(self.context, self.model_call.scope, call, error) or error
 
     def seen(self, outcome: FunctionResult | None) -> object:
         return "" if outcome is None else str(outcome)
@@ -86,7 +88,7 @@ class _Results(Adapter["FunctionResult | None"]):
 
 
 def _bad_arguments(
-    context: FunctionInvocationContext, call: ToolCall, error: Exception
+    context: FunctionInvocationContext, scope: Scope, call: ToolCall, error: Exception
 ) -> Exception | None:
     """Semantic Kernel's refusal of the model's argument (``Parameter {name} is expected
     to be parsed to {type} but is not``, raised before the method runs) as toolguard's
@@ -111,17 +113,11 @@ def _bad_arguments(
             model.model_validate({name: context.arguments[name]})
         except pydantic.ValidationError as invalid:
             schema = {"type": "object", "properties": {name: parameter.schema_data or {}}}
-            answer: Exception = _scope_of_call().invalid_arguments(call, invalid, schema)
+            answer: Exception = scope.invalid_arguments(call, invalid, schema)
             return answer
         except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate
             return None
     return None
-
-
-def _scope_of_call() -> Scope:
-    model_call = current.get()
-    assert model_call is not None  # only asked inside a guarded call
-    return model_call.scope
 
 
 Next = Callable[[Any], Awaitable[None]]
@@ -139,11 +135,11 @@ class ToolguardFilters:
         """Notes the model's call for the function filter below; afterwards, sets
         ``context.terminate`` where the round asks to stop (``return_direct``)."""
         history = context.chat_history
-        model_call_content = context.function_call_content
-        model_round = round_of(history, model_call_content)
+        content = context.function_call_content
+        model_round = round_of(history, content)
         model_call = ModelCall(
-            context.function,
-            model_call_content.id if model_call_content is not None else None,
+            content.id if content is not None else None,
+            _arguments_of(content, context),
             scope_of(self.dispatcher, history, model_round),
         )
         token = current.set(model_call)
@@ -151,6 +147,8 @@ class ToolguardFilters:
             await next(context)
         finally:
             current.reset(token)
+        if model_call.escaping is not None:
+            raise model_call.escaping
         if model_round is None:
             stops = [model_call.stop]
         else:
@@ -172,7 +170,7 @@ class ToolguardFilters:
         model_call.taken = True
         call = ToolCall(
             name=context.function.fully_qualified_name,
-            arguments=dict(context.arguments),
+            arguments=model_call.arguments,
             id=model_call.id,
         )
 
@@ -180,9 +178,26 @@ class ToolguardFilters:
             await next(context)
             return context.result
 
-        context.result = await aguard_call(
-            model_call.scope, call, invoke, _Results(context, model_call)
-        )
+        try:
+            context.result = await aguard_call(
+                model_call.scope, call, invoke, _Results(context, model_call)
+            )
+        except Exception as error:
+            if not isinstance(error, _WIRING):  # a ToolCallFailed, control flow
+                model_call.escaping = error
+            raise
+
+
+def _arguments_of(
+    content: FunctionCallContent | None, context: AutoFunctionInvocationContext
+) -> dict[str, Any]:
+    """The model's arguments of the call (Semantic Kernel parsed them already), else
+    those of the invocation."""
+    try:
+        parsed = content.to_kernel_arguments() if content is not None else None
+    except (FunctionCallInvalidArgumentsException, TypeError):
+        parsed = None
+    return dict(parsed if parsed is not None else context.arguments)
 
 
 def _served(function: KernelFunction) -> bool:

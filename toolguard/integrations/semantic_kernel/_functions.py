@@ -71,10 +71,16 @@ class ToolguardKernelFunction(KernelFunction):
         else:  # the application's own kernel.invoke: no model call, no conversation
             model_call, scope, call_id = None, self._dispatcher.scope(), None
         names = {parameter.name for parameter in self.parameters}
-        arguments = {key: value for key, value in context.arguments.items() if key in names}
-        result = await scope.adispatch(
-            ToolCall(name=self._tool, arguments=arguments, id=call_id), offload=True
-        )
+        given = model_call.arguments if model_call is not None else context.arguments
+        arguments = {key: value for key, value in given.items() if key in names}
+        try:
+            result = await scope.adispatch(
+                ToolCall(name=self._tool, arguments=arguments, id=call_id), offload=True
+            )
+        except Exception as error:  # a handler's ToolCallFailed, control flow
+            if model_call is not None:
+                model_call.escaping = error  # raised again above Semantic Kernel's handler
+            raise
         if model_call is not None:
             model_call.stop = result.return_direct
         if result.is_error or result.truncated or result.value is None:
