@@ -257,6 +257,45 @@ async def test_retries_apply_to_a_guarded_function() -> None:
     assert texts(history) == ["ok"] and len(attempts) == 2
 
 
+class Slow:
+    @kernel_function
+    def slow(self) -> str:
+        """Take long, blocking."""
+        return "done slowly"
+
+    @kernel_function
+    async def aslow(self) -> str:
+        """Take long."""
+        await asyncio.sleep(5)
+        return "done slowly"
+
+
+async def test_a_timeout_answers_an_async_function() -> None:
+    kernel, chat = kernel_with([[("s-aslow", {})]], ("s", Slow()))
+    guard(
+        kernel,
+        Dispatcher([], external_tools=["s-aslow"], overrides={"s-aslow": ToolPolicy(timeout=0.05)}),
+    )
+    _, history = await chat_once(kernel, chat)
+    assert texts(history) == [
+        "The tool 's-aslow' did not finish within 0.05 s. It may work if you try again "
+        "later, or with a smaller request."
+    ]
+
+
+async def test_a_timeout_for_a_sync_function_is_refused_never_ignored() -> None:
+    kernel, _ = kernel_with([], ("s", Slow()))
+    with pytest.raises(ToolDefinitionError, match="timeout for 's-slow' cannot apply"):
+        guard(kernel, Dispatcher([], overrides={"s-*": ToolPolicy(timeout=1)}))
+    # a function added after guard(): refused when the model calls it, as Semantic Kernel
+    # answers a wiring error (its text, not the function's, and the function does not run)
+    kernel, chat = kernel_with([[("s-slow", {})]])
+    guard(kernel, Dispatcher([], overrides={"s-*": ToolPolicy(timeout=1)}))
+    kernel.add_plugin(Slow(), "s")
+    _, history = await chat_once(kernel, chat)
+    assert "timeout for 's-slow' cannot apply" in texts(history)[0]
+
+
 async def test_return_direct_is_semantic_kernels_terminate() -> None:
     kernel, chat = kernel_with(
         [[(LOOKUP, {"number": 1})], [(LOOKUP, {"number": 2})]], ("orders", Orders())

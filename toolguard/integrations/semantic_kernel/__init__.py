@@ -40,6 +40,10 @@ toolguard tool that may stop joins a kernel through ``guard(kernel, dispatcher,
 plugin=...)``; :func:`as_kernel_function` refuses it (``ToolDefinitionError``), never
 ignores it.
 
+Semantic Kernel answers every exception of a function itself; what must reach the
+application (a handler's ``ToolCallFailed``, control flow) is raised again by
+toolguard's auto filter, above Semantic Kernel's handler.
+
 What Semantic Kernel answers itself stays Semantic Kernel's: a function name the model
 invented, and missing or unexpected arguments, are answered before any filter runs. An
 argument Semantic Kernel cannot parse to the parameter's type is the model's mistake:
@@ -62,7 +66,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
 from toolguard.integrations._common import guarded, the_dispatcher
-from toolguard.integrations.semantic_kernel._filters import ToolguardFilters
+from toolguard.integrations.semantic_kernel._filters import ToolguardFilters, refuse_sync_timeout
 from toolguard.integrations.semantic_kernel._functions import ToolguardKernelFunction
 
 __all__ = [
@@ -86,11 +90,13 @@ def guard(
     function's fully qualified name (overrides by name or glob, agent defaults and
     policy files; name the functions in ``external_tools=`` so overrides may name them
     exactly), hidden causes logged once with the error id the model sees. A function's
-    ``retries`` and ``timeout`` apply to its invocation, and ``return_direct`` ends the
-    round (Semantic Kernel's ``terminate``). With ``plugin=``, the dispatcher's own tools
-    join the kernel as that plugin (:func:`as_kernel_function`, ``return_direct``
-    included). Without a dispatcher, an empty one under the global defaults. A kernel
-    is guarded once (``ToolDefinitionError`` for a second guard).
+    ``retries`` and ``timeout`` apply to its invocation (a ``timeout`` for a sync
+    function is refused, ``ToolDefinitionError``: Semantic Kernel runs it on the event
+    loop), and ``return_direct`` ends the round (Semantic Kernel's ``terminate``). With
+    ``plugin=``, the dispatcher's own tools join the kernel as that plugin
+    (:func:`as_kernel_function`, ``return_direct`` included). Without a dispatcher, an
+    empty one under the global defaults. A kernel is guarded once
+    (``ToolDefinitionError`` for a second guard).
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(
@@ -110,6 +116,9 @@ def guard(
             "this kernel is already guarded: call guard(kernel, dispatcher) once, with the "
             "one dispatcher for its functions"
         )
+    for functions in kernel.plugins.values():
+        for function in functions:
+            refuse_sync_timeout(dispatcher, function)
     if plugin is not None:
         kernel.add_functions(
             plugin, [ToolguardKernelFunction(dispatcher, name) for name in dispatcher.tools]

@@ -30,12 +30,12 @@ from semantic_kernel.exceptions import (
 from semantic_kernel.filters import AutoFunctionInvocationContext, FunctionInvocationContext
 from semantic_kernel.functions import FunctionResult, KernelFunction, KernelFunctionFromMethod
 
-from toolguard import Dispatcher, Scope, ToolCall, ToolResult
+from toolguard import Dispatcher, Scope, ToolCall, ToolDefinitionError, ToolResult
 from toolguard.integrations.inplace import Adapter, aguard_call
 from toolguard.integrations.semantic_kernel._calls import ModelCall, current, round_of, scope_of
 from toolguard.integrations.semantic_kernel._functions import ToolguardKernelFunction
 
-__all__ = ["ToolguardFilters"]
+__all__ = ["ToolguardFilters", "refuse_sync_timeout"]
 
 # Semantic Kernel's errors about how it was set up (the developer's): they pass, and
 # Semantic Kernel answers them as it always does.
@@ -168,6 +168,7 @@ class ToolguardFilters:
             await next(context)
             return
         model_call.taken = True
+        refuse_sync_timeout(self.dispatcher, context.function)
         call = ToolCall(
             name=context.function.fully_qualified_name,
             arguments=model_call.arguments,
@@ -186,6 +187,19 @@ class ToolguardFilters:
             if not isinstance(error, _WIRING):  # a ToolCallFailed, control flow
                 model_call.escaping = error
             raise
+
+
+def refuse_sync_timeout(dispatcher: Dispatcher, function: KernelFunction) -> None:
+    """A ``timeout`` for a sync function is refused, never ignored: Semantic Kernel runs
+    a plain ``def`` on the event loop, where no deadline can answer it before it returns."""
+    if function.metadata.is_asynchronous or isinstance(function, ToolguardKernelFunction):
+        return
+    name = function.fully_qualified_name
+    if dispatcher.scope().policy(name).timeout is not None:
+        raise ToolDefinitionError(
+            f"timeout for {name!r} cannot apply: Semantic Kernel runs this sync function on "
+            "the event loop, where no deadline can answer it; make it an async def"
+        )
 
 
 def _arguments_of(
