@@ -10,7 +10,7 @@ its filters, its plugins and ``ChatCompletionAgent`` are Semantic Kernel's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -26,6 +26,7 @@ from semantic_kernel.contents import (
     ChatMessageContent,
     FunctionCallContent,
     FunctionResultContent,
+    StreamingChatMessageContent,
 )
 from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.filters import FilterTypes, FunctionInvocationContext
@@ -67,6 +68,22 @@ class ScriptedChat(ChatCompletionClientBase):
             for i, (name, arguments) in enumerate(calls)
         ]
         return [ChatMessageContent(role=AuthorRole.ASSISTANT, items=items)]
+
+    async def _inner_get_streaming_chat_message_contents(
+        self,
+        chat_history: ChatHistory,
+        settings: PromptExecutionSettings,
+        function_invoke_attempt: int = 0,
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        (message,) = await self._inner_get_chat_message_contents(chat_history, settings)
+        yield [
+            StreamingChatMessageContent(
+                role=message.role,
+                choice_index=0,
+                items=message.items,  # type: ignore[arg-type]  # what a stream carries
+                function_invoke_attempt=function_invoke_attempt,
+            )
+        ]
 
 
 def settings() -> PromptExecutionSettings:
@@ -204,6 +221,29 @@ async def test_a_tool_errors_message_arrives_as_written_and_a_success_untouched(
     assert isinstance(success, FunctionResult)  # Semantic Kernel's own result, as it made it
     assert set(success.metadata) == {"arguments", "used_arguments"}
     assert plugin.calls == 3  # the plugin's state is its own; each function ran once
+
+
+async def test_a_streamed_chat_is_guarded_and_stops_alike() -> None:
+    kernel, chat = kernel_with(
+        [[(LOOKUP, {"number": 7})], [(CANCEL, {"number": 3})], [(LOOKUP, {"number": 1})]],
+        ("orders", Orders()),
+    )
+    guard(kernel, orders_dispatcher(overrides={CANCEL: ToolPolicy(return_direct=True)}))
+    history = ChatHistory()
+    history.add_user_message("go")
+    with capture_logs() as logs:
+        streamed = [
+            chunk
+            async for chunk in chat.get_streaming_chat_message_contents(
+                history, settings(), kernel=kernel
+            )
+        ]
+    failed, cancelled = texts(history)
+    assert SECRET not in failed
+    (hidden,) = [event for event in logs if event["event"] == "tool_error_hidden"]
+    assert hidden["error_id"] in failed and cancelled == "Order 3: cancelled"
+    assert len(chat.seen) == 2 and chat.steps  # terminate: the model was not asked again
+    assert streamed
 
 
 async def test_overrides_by_name_and_by_plugin_glob() -> None:
