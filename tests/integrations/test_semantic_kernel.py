@@ -463,6 +463,21 @@ async def test_a_chat_completion_agent_is_guarded_through_its_kernel() -> None:
     assert len(hidden) == 1 and hidden[0]["error_id"] in text
 
 
+async def test_an_agent_given_plugins_is_guarded_through_the_kernel_it_made() -> None:
+    chat = ScriptedChat(ai_model_id="scripted", steps=[[("Orders-lookup_order", {"number": 7})]])
+    agent = ChatCompletionAgent(service=chat, plugins=[Orders()], name="clerk")
+    guard(agent.kernel, Dispatcher([], external_tools=["Orders-lookup_order"]))
+    response = await agent.get_response(messages="where is order 7?")
+    sent = [
+        str(item.result)
+        for message in chat.seen[-1]
+        for item in message.items
+        if isinstance(item, FunctionResultContent)
+    ]
+    assert str(response.content) == "done"
+    assert len(sent) == 1 and SECRET not in sent[0] and "error id" in sent[0]
+
+
 async def test_the_applications_own_invoke_is_not_a_model_call() -> None:
     kernel, _ = kernel_with([], ("orders", Orders()))
     guard(kernel, orders_dispatcher())
