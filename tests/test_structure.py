@@ -261,6 +261,9 @@ OWN_ENVIRONMENT: dict[str, str] = {
     "toolguard.integrations.semantic_kernel._calls": "semantic_kernel",
     "toolguard.integrations.semantic_kernel._filters": "semantic_kernel",
     "toolguard.integrations.semantic_kernel._functions": "semantic_kernel",
+    "toolguard.integrations.dspy": "dspy",
+    "toolguard.integrations.dspy._guarded": "dspy",
+    "toolguard.integrations.dspy._tools": "dspy",
 }
 
 
