@@ -24,6 +24,7 @@ OWN_ENVIRONMENTS: dict[str, str] = {
     "integrations/test_google_adk.py": "google.adk",
     "integrations/test_strands.py": "strands",
     "integrations/test_semantic_kernel.py": "semantic_kernel",
+    "integrations/test_dspy.py": "dspy",
     "integrations/test_temporal_openai_agents.py": "temporalio.openai_agents",
     "integrations/_temporal_openai_agents.py": "temporalio.openai_agents",
 }
