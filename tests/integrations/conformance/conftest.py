@@ -12,6 +12,7 @@ OWN_ENVIRONMENTS: dict[str, str] = {
     "test_google_adk.py": "google.adk",
     "test_strands.py": "strands",
     "test_semantic_kernel.py": "semantic_kernel",
+    "test_dspy.py": "dspy",
 }
 
 collect_ignore = [path for path, module in OWN_ENVIRONMENTS.items() if not _installed(module)]
