@@ -9,7 +9,7 @@ then ``finish`` and the extraction's fields. ReAct, its adapter, its trajectory 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dspy  # type: ignore[import-untyped]  # dspy is untyped
@@ -76,7 +76,7 @@ async def alookup_order(number: int) -> str:
     return lookup_order(number)
 
 
-def hidden_events(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def hidden_events(logs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [event for event in logs if event["event"] == "tool_error_hidden"]
 
 
@@ -177,7 +177,7 @@ def test_the_tool_keeps_its_state_name_description_and_args() -> None:
     (guarded,) = guard([original])
     assert isinstance(guarded, dspy.Tool) and guarded is not original
     assert original.func is counting  # the app's dspy.Tool is not changed
-    assert isinstance(guarded.func, GuardedFunction) and guarded.func.function is counting
+    assert isinstance(guarded.func, GuardedFunction) and guarded.func.function is original.func
     assert (guarded.name, guarded.desc, guarded.args) == (original.name, original.desc, {})
     assert str(guarded) == str(original)  # what the model reads of the tool
     prediction, _ = run([guarded], [("bump", {}), ("bump", {})])
@@ -256,7 +256,7 @@ def test_functions_become_dspy_tools_and_guarded_ones_stay() -> None:
 
 def test_bad_inputs_at_the_entry_points_are_clear_errors() -> None:
     with pytest.raises(TypeError, match=r"list of dspy\.Tool"):
-        guard(lookup_order)  # one tool, not a list
+        guard(lookup_order)  # type: ignore[arg-type]  # one tool, not a list
     with pytest.raises(TypeError, match="item 1 is int"):
         guard([lookup_order, 3])
     with pytest.raises(TypeError, match="item 0 is type"):

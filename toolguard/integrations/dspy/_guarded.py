@@ -81,7 +81,7 @@ class AsyncGuardedFunction(GuardedFunction):
     (and by ``Tool.__call__`` only where DSPy's async-to-sync conversion is on, as
     unguarded)."""
 
-    async def __call__(self, **kwargs: Any) -> Any:  # type: ignore[override]  # the async twin of the sync call
+    async def __call__(self, **kwargs: Any) -> Any:
         call = ToolCall(name=self.name, arguments=kwargs)
 
         async def invoke() -> Any:
