@@ -184,6 +184,22 @@ def test_the_tool_keeps_its_state_name_description_and_args() -> None:
     assert observations(prediction)[:2] == [1, 2] and counting.calls == 2
 
 
+def test_max_result_chars_cuts_what_the_model_reads_and_keeps_a_short_value() -> None:
+    def listing(count: int) -> list[str]:
+        """List items."""
+        return [f"item {i}" for i in range(count)]
+
+    dispatcher = Dispatcher(
+        [], external_tools=["listing"], overrides={"listing": ToolPolicy(max_result_chars=100)}
+    )
+    prediction, _ = run(
+        guard([listing], dispatcher), [("listing", {"count": 50}), ("listing", {"count": 2})]
+    )
+    cut, short, _finish = observations(prediction)
+    assert isinstance(cut, str) and cut.startswith("['item 0', 'item 1'") and len(cut) < 300
+    assert short == ["item 0", "item 1"]  # nothing to cut: the value itself
+
+
 def test_retries_apply_to_a_guarded_tool() -> None:
     attempts: list[int] = []
 

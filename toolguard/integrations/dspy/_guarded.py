@@ -42,13 +42,12 @@ class _Values(Adapter[Any]):
         return _Answered(result)
 
     def seen(self, outcome: Any) -> object:
-        # ReAct puts the value itself in its trajectory; its text is what is cut
+        # ReAct puts the value in its trajectory, which only the model reads: what
+        # max_result_chars measures and cuts is the value's text
         return outcome if isinstance(outcome, str) else str(outcome)
 
     def succeeded(self, call: ToolCall, outcome: Any, result: ToolResult) -> Any:
-        if result.truncated and isinstance(outcome, str):
-            return result.text
-        return outcome
+        return result.text if result.truncated else outcome
 
 
 _VALUES = _Values()
