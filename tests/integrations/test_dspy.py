@@ -9,6 +9,7 @@ then ``finish`` and the extraction's fields. ReAct, its adapter, its trajectory 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -182,6 +183,20 @@ def test_the_tool_keeps_its_state_name_description_and_args() -> None:
     assert str(guarded) == str(original)  # what the model reads of the tool
     prediction, _ = run([guarded], [("bump", {}), ("bump", {})])
     assert observations(prediction)[:2] == [1, 2] and counting.calls == 2
+
+
+def test_a_copy_of_the_program_copies_the_tools_as_unguarded_under_one_dispatcher() -> None:
+    """DSPy's optimizers copy a program (``Module.deepcopy``, ``reset_copy``): the copy's
+    tools are copies, with their own state, as unguarded, answered by the same
+    dispatcher; nothing falls back to DSPy's shallow copy."""
+    dispatcher = Dispatcher([search], external_tools=["bump"])
+    counting = Counting()
+    react = dspy.ReAct("q -> a", tools=[*guard([counting], dispatcher), *as_dspy_tools(dispatcher)])
+    copied = copy.deepcopy(react)
+    bump, served = copied.tools["bump"], copied.tools["search"]
+    assert bump.func.dispatcher is dispatcher and served.dispatcher is dispatcher
+    assert bump.func.function is not counting and bump() == 1 and counting.calls == 0
+    assert served(query="hat", limit=1) == ["hat 0"]
 
 
 def test_max_result_chars_cuts_what_the_model_reads_and_keeps_a_short_value() -> None:

@@ -17,6 +17,7 @@ guard.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,11 @@ class GuardedFunction:
         self.function = function
         self.name = name
         self.dispatcher = dispatcher
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> GuardedFunction:
+        """A copy of the program (DSPy's optimizers copy it) copies the tool's function
+        as unguarded, under the same dispatcher: the agent's policy, not the copy's."""
+        return type(self)(copy.deepcopy(self.function, memo), self.name, self.dispatcher)
 
     def __call__(self, **kwargs: Any) -> Any:
         call = ToolCall(name=self.name, arguments=kwargs)

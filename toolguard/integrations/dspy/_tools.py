@@ -21,6 +21,9 @@ class _Dispatch:
         self.dispatcher = dispatcher
         self.name = name
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Dispatch:
+        return self  # a copy of the program (DSPy's optimizers) serves the same dispatcher
+
     def __call__(self, **kwargs: Any) -> Any:
         call = ToolCall(name=self.name, arguments=kwargs)
         return _value(self.dispatcher.scope().dispatch(call))
