@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -230,6 +231,25 @@ def test_retries_apply_to_a_guarded_tool() -> None:
     )
     (guarded,) = guard([flaky], dispatcher)
     assert guarded(query="x") == "found x" and len(attempts) == 2
+
+
+def test_a_tool_with_a_timeout_runs_in_dspys_context() -> None:
+    """A timeout runs the tool on a worker thread: it still sees ``dspy.context``'s
+    settings (here the LM), as on ReAct's own thread."""
+
+    threads: list[str] = []
+
+    def which_model() -> str:
+        """Say which model is configured."""
+        threads.append(threading.current_thread().name)
+        return str(dspy.settings.lm.model)
+
+    dispatcher = Dispatcher(
+        [], external_tools=["which_model"], overrides={"which_model": ToolPolicy(timeout=5)}
+    )
+    prediction, _ = run(guard([which_model], dispatcher), [("which_model", {})])
+    assert observations(prediction)[0] == "dummy"
+    assert threads[0].startswith("toolguard-timed")  # not ReAct's thread
 
 
 def test_dspys_callbacks_see_the_guarded_call_and_its_failure() -> None:
