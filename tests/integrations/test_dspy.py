@@ -12,7 +12,7 @@ import asyncio
 import copy
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import dspy  # type: ignore[import-untyped]  # dspy is untyped
 import pytest
@@ -20,7 +20,7 @@ from dspy.utils import DummyLM  # type: ignore[import-untyped]  # dspy is untype
 from dspy.utils.callback import BaseCallback  # type: ignore[import-untyped]  # dspy is untyped
 from structlog.testing import capture_logs
 
-from toolguard import Dispatcher, ToolError, ToolPolicy
+from toolguard import Dispatcher, InjectedCallId, ToolError, ToolPolicy
 from toolguard import tool as guard_tool
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.dspy import (
@@ -388,6 +388,20 @@ def test_toolguard_tools_are_dspys_own_tools_too() -> None:
     signature and docstring, and calls it as the function it is."""
     prediction, _ = run([search], [("search", {"query": "hat", "limit": 1})])
     assert observations(prediction)[0] == ["hat 0"]
+
+
+def test_a_toolguard_tool_asking_for_what_dspy_never_hands_is_refused() -> None:
+    @guard_tool
+    def traced(query: str, call_id: Annotated[str, InjectedCallId]) -> str:
+        """Trace.
+
+        Args:
+            query: What.
+        """
+        return call_id
+
+    with pytest.raises(ToolDefinitionError, match="dspy does not hand a tool"):
+        as_dspy_tool(traced)
 
 
 def test_return_direct_on_a_toolguard_tool_is_refused() -> None:
