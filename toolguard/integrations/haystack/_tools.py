@@ -1,0 +1,66 @@
+"""A toolguard tool as a Haystack tool: toolguard's schema, validation and answers."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Final
+
+from haystack.tools import Tool
+from haystack.tools.errors import ToolInvocationError
+
+from toolguard import Dispatcher, ToolCall, ToolResult
+
+__all__ = ["ToolguardHaystackTool"]
+
+FRAMEWORK: Final = "haystack"
+
+# Haystack's Tool has had an async function of its own since it grew one: where it has
+# the field, a toolguard tool is served on the Agent's run_async without a thread hop.
+_HAS_ASYNC: Final = "async_function" in {field.name for field in dataclasses.fields(Tool)}
+
+
+class ToolguardHaystackTool(Tool):
+    """A toolguard tool that Haystack's ``Agent`` runs (see ``as_haystack_tool``)."""
+
+    def __init__(self, dispatcher: Dispatcher, name: str) -> None:
+        guarded = dispatcher.tools[name]
+        guarded.injected_by(FRAMEWORK)  # Haystack hands a tool only the model's arguments
+        self._dispatcher = dispatcher
+        functions: dict[str, Any] = {"function": self._run}
+        if _HAS_ASYNC:
+            functions["async_function"] = self._arun
+        super().__init__(
+            name=name,
+            description=guarded.description or name,
+            parameters=dict(guarded.parameters),
+            **functions,
+        )
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The dispatcher whose policy answers this tool's calls."""
+        return self._dispatcher
+
+    def invoke(self, **kwargs: Any) -> Any:
+        """One call, answered by toolguard: the tool's value on success, a
+        ``ToolInvocationError`` carrying toolguard's answer alone on failure (the
+        Agent's own error path tells the model)."""
+        return self._handed(self._run(**kwargs))
+
+    async def invoke_async(self, **kwargs: Any) -> Any:
+        """Async :meth:`invoke` (a sync tool runs on toolguard's pool)."""
+        return self._handed(await self._arun(**kwargs))
+
+    def _run(self, **kwargs: Any) -> ToolResult:
+        return self._dispatcher.scope().dispatch(ToolCall(name=self.name, arguments=kwargs))
+
+    async def _arun(self, **kwargs: Any) -> ToolResult:
+        call = ToolCall(name=self.name, arguments=kwargs)
+        return await self._dispatcher.scope().adispatch(call, offload=True)
+
+    def _handed(self, result: ToolResult) -> Any:
+        if result.is_error:
+            raise ToolInvocationError(result.text, tool_name=self.name) from None
+        if result.truncated or result.value is None:
+            return result.text
+        return result.value
