@@ -110,7 +110,7 @@ class GuardedTool(Tool):
     def __init__(self, tool: Tool, dispatcher: Dispatcher) -> None:
         self._inner = tool  # first: a ComponentTool's checks read its component
         self._dispatcher = dispatcher
-        super().__init__(**_fields(tool))
+        Tool.__init__(self, **_fields(tool))  # the dataclass fields, past a subclass's own
         self._validator = _validator(tool)
         signature = _signature(tool)
         declared = set(tool.parameters.get("properties", {}))
