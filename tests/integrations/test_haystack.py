@@ -19,8 +19,9 @@ from haystack import component
 from haystack.components.agents import Agent
 from haystack.components.agents.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
-from haystack.tools import ComponentTool, Tool, Toolset, tool
+from haystack.tools import ComponentTool, Toolset, tool
 from haystack.tools.errors import ToolInvocationError
+from haystack.tools.tool import Tool
 from structlog.testing import capture_logs
 
 from toolguard import Dispatcher, ToolCallFailed, ToolError, ToolPolicy, handlers

@@ -22,7 +22,9 @@ import pytest
 from haystack import component
 from haystack.components.agents import Agent
 from haystack.dataclasses import ChatMessage
-from haystack.tools import ComponentTool, Tool, create_tool_from_function
+from haystack.tools import ComponentTool
+from haystack.tools.from_function import create_tool_from_function
+from haystack.tools.tool import Tool
 from structlog.testing import capture_logs
 
 from toolguard import Dispatcher

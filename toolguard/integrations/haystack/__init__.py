@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 try:
-    from haystack.tools import Tool as HaystackTool
     from haystack.tools import Toolset
+    from haystack.tools.tool import Tool as HaystackTool
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "toolguard.integrations.haystack needs haystack-ai: "

@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import pydantic
-from haystack.tools import ComponentTool, Tool
+from haystack.tools import ComponentTool
 from haystack.tools.errors import ToolInvocationError
+from haystack.tools.tool import Tool
 
 from toolguard import Dispatcher, Scope, ToolCall, ToolResult
 from toolguard.integrations.inplace import Adapter, aguard_call, guard_call
@@ -35,7 +36,7 @@ try:  # Haystack's own signal: a pipeline breakpoint inside a PipelineTool
     from haystack.core.errors import BreakpointException as _Signal
 except ImportError:  # pragma: no cover - a Haystack without breakpoints
 
-    class _Signal(Exception):  # type: ignore[no-redef]
+    class _Signal(Exception):  # type: ignore[no-redef]  # the stand-in where it is missing
         """Nothing raises this: no signal of Haystack's to let pass."""
 
 
@@ -299,7 +300,7 @@ def _validator(tool: Tool) -> pydantic.TypeAdapter[Any] | None:
         if name in declared
     }
     try:
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{tool.name}_arguments",
             __config__=pydantic.ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
             **fields,

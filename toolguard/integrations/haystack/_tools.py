@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final
 
-from haystack.tools import Tool
 from haystack.tools.errors import ToolInvocationError
+from haystack.tools.tool import Tool
 
 from toolguard import Dispatcher, ToolCall, ToolResult
 
