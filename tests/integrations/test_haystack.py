@@ -24,7 +24,7 @@ from haystack.tools.errors import ToolInvocationError
 from haystack.tools.tool import Tool
 from structlog.testing import capture_logs
 
-from toolguard import Dispatcher, ToolCallFailed, ToolError, ToolPolicy, handlers
+from toolguard import ControlFlow, Dispatcher, ToolCallFailed, ToolError, ToolPolicy, handlers
 from toolguard import tool as guard_tool
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.haystack import (
@@ -272,6 +272,29 @@ def test_fail_raises_tool_call_failed_from_the_agent_with_the_cause() -> None:
     with pytest.raises(ToolCallFailed) as raised:
         ask(made)
     assert raised.value.tool == "lookup_order" and isinstance(raised.value.__cause__, RuntimeError)
+
+
+class Handoff(ControlFlow):
+    """The app's own signal: hand the conversation over."""
+
+
+@pytest.mark.parametrize("run", [ask, aask])
+def test_control_flow_passes_out_of_the_agent_untouched(run: Any) -> None:
+    """Unguarded, Haystack turns the signal into an error result for the model; guarded,
+    it is control flow: no handler sees it, it ends the run as raised."""
+
+    @tool
+    def escalate(reason: str) -> str:
+        """Hand over to a human."""
+        raise Handoff(reason)
+
+    made, _model = agent(guard([escalate]), [[("escalate", {"reason": "angry"})]])
+    with capture_logs() as logs, pytest.raises(Handoff, match="angry"):
+        run(made)
+    assert logs == []
+    plain, plain_model = agent([escalate], [[("escalate", {"reason": "angry"})]])
+    ask(plain)
+    assert plain_model.told()[0][1] and "angry" in plain_model.told()[0][0]
 
 
 def test_raise_on_tool_invocation_failure_raises_toolguards_answer() -> None:
