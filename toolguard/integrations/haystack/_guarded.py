@@ -25,20 +25,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import pydantic
+from haystack.core.errors import BreakpointException  # a breakpoint inside a PipelineTool
 from haystack.tools import ComponentTool
 from haystack.tools.errors import ToolInvocationError
 from haystack.tools.tool import Tool
 
 from toolguard import Dispatcher, Scope, ToolCall, ToolResult
 from toolguard.integrations.inplace import Adapter, aguard_call, guard_call
-
-try:  # Haystack's own signal: a pipeline breakpoint inside a PipelineTool
-    from haystack.core.errors import BreakpointException as _Signal
-except ImportError:  # pragma: no cover - a Haystack without breakpoints
-
-    class _Signal(Exception):  # type: ignore[no-redef]  # the stand-in where it is missing
-        """Nothing raises this: no signal of Haystack's to let pass."""
-
 
 __all__ = ["GuardedComponentTool", "GuardedTool", "guarded_tool"]
 
@@ -254,7 +247,7 @@ def _meaning(failed: ToolInvocationError) -> Exception:
     """What Haystack's ``ToolInvocationError`` means: the tool's own exception (the
     cause it wraps), or Haystack's own error, which passes as Haystack raised it."""
     cause = failed.__cause__
-    if isinstance(cause, Exception) and not isinstance(cause, _Signal):
+    if isinstance(cause, Exception) and not isinstance(cause, BreakpointException):
         return cause
     return _Passing(failed)
 

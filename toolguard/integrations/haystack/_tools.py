@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Final
 
 from haystack.tools.errors import ToolInvocationError
@@ -14,10 +13,6 @@ __all__ = ["ToolguardHaystackTool"]
 
 FRAMEWORK: Final = "haystack"
 
-# Haystack's Tool has had an async function of its own since it grew one: where it has
-# the field, a toolguard tool is served on the Agent's run_async without a thread hop.
-_HAS_ASYNC: Final = "async_function" in {field.name for field in dataclasses.fields(Tool)}
-
 
 class ToolguardHaystackTool(Tool):
     """A toolguard tool that Haystack's ``Agent`` runs (see ``as_haystack_tool``)."""
@@ -26,14 +21,12 @@ class ToolguardHaystackTool(Tool):
         guarded = dispatcher.tools[name]
         guarded.injected_by(FRAMEWORK)  # Haystack hands a tool only the model's arguments
         self._dispatcher = dispatcher
-        functions: dict[str, Any] = {"function": self._run}
-        if _HAS_ASYNC:
-            functions["async_function"] = self._arun
         super().__init__(
             name=name,
             description=guarded.description or name,
             parameters=dict(guarded.parameters),
-            **functions,
+            function=self._run,
+            async_function=self._arun,  # an async tool is awaited, not run on a thread
         )
 
     @property
