@@ -481,6 +481,18 @@ def test_toolguard_tools_answer_in_the_agent(run: Any) -> None:
     assert invalid[1] and "limit" in invalid[0]
 
 
+def test_a_toolguard_tool_serialises_its_spec_and_refuses_to_load() -> None:
+    made = as_haystack_tool(search)
+    data = made.to_dict()
+    assert data["data"] == {
+        "name": "search",
+        "description": made.description,
+        "parameters": search.parameters,
+    }
+    with pytest.raises(TypeError, match="as_haystack_tool"):
+        ToolguardHaystackTool.from_dict(data)
+
+
 def test_return_direct_on_a_toolguard_tool_is_refused() -> None:
     @guard_tool(return_direct=True)
     def finish(answer: str) -> str:

@@ -44,6 +44,21 @@ class ToolguardHaystackTool(Tool):
         """Async :meth:`invoke` (a sync tool runs on toolguard's pool)."""
         return self._handed(await self._arun(**kwargs))
 
+    def to_dict(self) -> dict[str, Any]:
+        """What the model is told of the tool (its name, description and parameters), for
+        Haystack's tracing and an Agent's ``to_dict``; the dispatcher does not travel."""
+        data = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return {"type": f"{type(self).__module__}.{type(self).__qualname__}", "data": data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolguardHaystackTool:
+        """Refused: a toolguard tool is served from its dispatcher, not from data."""
+        name = data.get("data", {}).get("name") if isinstance(data, dict) else None
+        raise TypeError(
+            f"a toolguard tool ({name!r}) cannot be loaded from data: serve it again "
+            "with as_haystack_tool(tool, dispatcher=...) or as_haystack_tools(dispatcher)"
+        )
+
     def _run(self, **kwargs: Any) -> ToolResult:
         return self._dispatcher.scope().dispatch(ToolCall(name=self.name, arguments=kwargs))
 
