@@ -110,18 +110,26 @@ class GuardedTool(BaseTool):
     async def arun(self, /, *args: Any, **kwargs: Any) -> Any:
         return await self._arun(*args, **kwargs)
 
+    def _parts(self) -> tuple[BaseTool, Dispatcher]:
+        # pydantic's documented store of private attributes, read directly: reading
+        # self._wrapped_tool fails the normal lookup first (an AttributeError raised and
+        # caught inside pydantic), about 15k instructions each, on every call
+        private = self.__pydantic_private__
+        assert private is not None  # set by of(): this model has private attributes
+        return private["_wrapped_tool"], private["_guarding"]
+
     def _run(self, /, *args: Any, **kwargs: Any) -> Any:
-        scope = scope_of(self._guarding)
+        tool, dispatcher = self._parts()
+        scope = scope_of(dispatcher)
         call = ToolCall(name=self.name, arguments=dict(kwargs))
-        adapter = _Outcomes(self._wrapped_tool, scope)
         return guard_call(
-            scope, call, lambda: self._wrapped_tool.run(*args, **kwargs), adapter, run=False
+            scope, call, lambda: tool.run(*args, **kwargs), _Outcomes(tool, scope), run=False
         )
 
     async def _arun(self, /, *args: Any, **kwargs: Any) -> Any:
-        scope = scope_of(self._guarding)
+        tool, dispatcher = self._parts()
+        scope = scope_of(dispatcher)
         call = ToolCall(name=self.name, arguments=dict(kwargs))
-        adapter = _Outcomes(self._wrapped_tool, scope)
         return await aguard_call(
-            scope, call, lambda: self._wrapped_tool.arun(*args, **kwargs), adapter, run=False
+            scope, call, lambda: tool.arun(*args, **kwargs), _Outcomes(tool, scope), run=False
         )
