@@ -100,6 +100,14 @@ SLOW: dict[str, tuple[str, ...]] = {
         "tests/test_docs.py::test_every_python_block_of_the_page_runs",
         "tests/test_examples.py::test_example_runs",
     ),
+    "waits out real retry delays": (
+        "tests/integrations/test_openai_agents_guard.py::test_timeouts_and_retries_of_the_policy_apply_around_the_sdks_invocation",
+        "tests/integrations/test_agent_framework.py::test_retries_run_the_rest_of_the_chain_again",
+        "tests/integrations/test_ag2.py::test_retries_apply_to_a_guarded_tool",
+        "tests/integrations/test_agno.py::test_retries_apply_to_a_guarded_tool",
+        "tests/integrations/test_haystack.py::test_retries_apply_to_a_guarded_tool",
+        "tests/integrations/test_smolagents.py::test_retries_apply_to_a_guarded_tool",
+    ),
     "builds thousands of tools": (
         "tests/test_scale.py::test_an_unknown_name_among_many_tools_is_answered_briefly",
         "tests/test_scale.py::test_the_message_does_not_grow_with_the_number_of_tools",

@@ -8,12 +8,14 @@ module is installed (its own environment, ``.ci/extras``) and is left out elsewh
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,13 @@ def _installed_by(command: str) -> set[str]:
     return found | {f"extra:{extra}" for extra in wanted}
 
 
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    """Which installed distributions provide each top-level module (read once: a scan
+    of every installed package's metadata)."""
+    return importlib.metadata.packages_distributions()
+
+
 def _norm(name: str) -> str:
     return name.lower().replace("_", "-")
 
@@ -98,7 +107,7 @@ def test_an_examples_docstring_names_the_install_it_needs(script: Path) -> None:
     commands = [line for line in docstring.splitlines() if "pip install" in line]
     assert commands, f"{script.name}: its docstring has no pip install line"
     installed = set().union(*map(_installed_by, commands))
-    distributions = importlib.metadata.packages_distributions()
+    distributions = _distributions()
     for module in _imported(source):
         names = {_norm(d) for d in distributions.get(module, [])} | {_norm(module)}
         # a distribution the line installs, or an extra named for the framework (one of
