@@ -210,8 +210,9 @@ def test_the_core_imports_no_format_integration_or_agent_framework() -> None:
     """Arrows point one way: formats/ and integrations/ import the core, never back."""
     frameworks = (
         *("langchain", "langgraph", "agents", "pydantic_ai", "mcp", "fastmcp"),
+        *("crewai", "google", "llama_index", "strands", "smolagents", "agno"),
+        *("agent_framework", "ag2", "haystack", "semantic_kernel", "dspy"),
         *("temporalio", "dbos"),  # the durable engines
-        "agent_framework",
     )
     for module, path in MODULES.items():
         if module.startswith(("toolguard.formats", "toolguard.integrations")):
