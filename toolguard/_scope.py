@@ -24,7 +24,8 @@ for every framework.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import pydantic
@@ -62,7 +63,7 @@ class Scope:
     on the async methods only.
     """
 
-    __slots__ = ("_find", "_local", "_runner", "_state", "session", "step")
+    __slots__ = ("_bridge", "_find", "_local", "_runner", "_state", "session", "step")
 
     def __init__(
         self,
@@ -78,6 +79,12 @@ class Scope:
         # nothing and a success changes nothing (a shared store's step may renew R5)
         self._local = state is None or isinstance(state, SessionState)
         self._find = None if state is None else find_step
+        # a session on an asyncio client's store: the sync methods run their async twins
+        # (on a loop of their own, where no loop runs in this thread: a framework running
+        # a sync tool on a worker thread under its async run)
+        self._bridge = not self._local and bool(
+            getattr(getattr(state, "store", None), "is_async", False)
+        )
         self.session = session
         self.step = step
 
@@ -125,6 +132,8 @@ class Scope:
     def admit(self, call: ToolCall) -> ToolResult | None:
         """``None`` to run the tool; else the answer to send instead (its breaker is
         open in this conversation). Without a conversation, always ``None``."""
+        if self._bridge:
+            return _bridged(self.aadmit(call))
         step = self._step()
         return None if step is None else self._runner.foreign.admit(call, step)
 
@@ -164,6 +173,8 @@ class Scope:
         ``failure_error_function``...) as a handler at the tool level: the tool
         author's word, asked after any override. Control flow is re-raised.
         """
+        if self._bridge:
+            return _bridged(self.afailed(call, error, policy=policy, tool=tool))
         return self._runner.foreign.handle_error(
             call, error, policy=policy, tool=tool, step=self._step()
         )
@@ -189,6 +200,8 @@ class Scope:
         ``truncated`` then set), ``return_direct`` decided, ``value`` kept on the
         result; a success after failures closes the breaker. A value that cannot be
         serialised is a hidden failure."""
+        if self._bridge:
+            return _bridged(self.asucceeded(call, value, policy=policy))
         return self._runner.foreign.handle_result(call, value, policy=policy, step=self._step())
 
     def stands(self, call: ToolCall, value: Any) -> bool:
@@ -213,6 +226,8 @@ class Scope:
         """The answer to a call of a tool the framework does not have: toolguard's one
         wording (the closest of ``available``, the tools that exist, bounded),
         answered by ``on_invalid_call``."""
+        if self._bridge:
+            return _bridged(self.aunknown_tool(call, available))
         return self._runner.foreign.unknown_tool(call, tuple(available), step=self._step())
 
     async def aunknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
@@ -277,3 +292,19 @@ class Scope:
     def __repr__(self) -> str:
         session = "no session" if self.session is None else f"session {self.session.id!r}"
         return f"Scope({session}, step={self.step!r})"
+
+
+def _bridged(answer: Coroutine[Any, Any, T]) -> T:
+    """A sync method's async twin, for a session on an asyncio client's store: run on
+    a loop of its own where none runs in this thread (the store keeps connections per
+    loop); refused where one runs (blocking it would stall every other task)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(answer)
+    answer.close()
+    raise TypeError(
+        "this scope's session is on a store with an asyncio client and an event loop "
+        "runs in this thread: use the scope's async methods (aadmit, afailed, "
+        "asucceeded, aunknown_tool), or give the store a sync client"
+    )

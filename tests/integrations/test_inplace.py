@@ -12,6 +12,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pydantic
 import pytest
@@ -205,6 +206,45 @@ def test_an_open_breaker_answers_without_running_the_tool() -> None:
     assert len(runs) == 2
     refused = asyncio.run(aguard_call(session.scope(step="m4"), CALL, _async(invoke), ADAPTER))
     assert len(runs) == 2 and refused.error and "unavailable" in refused.text
+
+
+def test_the_sync_pipeline_on_a_worker_thread_answers_on_an_asyncio_store(
+    redis_server: Any,
+) -> None:
+    # a framework running a sync tool on a worker thread under its async run (Agno,
+    # Haystack, ...) reaches the sync scope methods: with a store on an asyncio client
+    # they run their async twins on a loop of their own, and the breaker counts in Redis
+    import uuid
+
+    from toolguard.stores import RedisStore
+
+    store = RedisStore.from_url(
+        redis_server.url, asyncio=True, agent=f"bridge-{uuid.uuid4().hex[:8]}"
+    )
+    agent = Dispatcher([], breaker=Breaker(failures=2, cooldown=60))
+    session = agent.session(id="conversation", store=store)
+    runs: list[int] = []
+
+    def invoke() -> Reply:
+        runs.append(1)
+        raise RuntimeError(SECRET)
+
+    def play() -> list[Reply]:
+        return [guard_call(session.scope(step=f"m{i}"), CALL, invoke, ADAPTER) for i in range(3)]
+
+    async def run_on_a_thread() -> list[Reply]:
+        return await asyncio.to_thread(play)
+
+    first, second, refused = asyncio.run(run_on_a_thread())
+    assert len(runs) == 2 and SECRET not in first.text + second.text
+    assert refused.error and "unavailable" in refused.text
+    assert session.scope().succeeded(CALL, "fine").content == "fine"  # no loop here: bridged
+
+    async def on_the_loop() -> None:
+        session.scope(step="m9").admit(CALL)  # would block every other task
+
+    with pytest.raises(TypeError, match="use the scope's async methods"):
+        asyncio.run(on_the_loop())
 
 
 def _async(function: Callable[[], Reply]) -> Callable[[], Awaitable[Reply]]:
