@@ -40,7 +40,7 @@ from toolguard.integrations.ag2 import (
     guard,
 )
 
-SECRET = "db-password=hunter2"
+from ._served import SECRET, search
 
 
 def call(name: str, call_id: str | None = None, **arguments: Any) -> ToolCallEvent:
@@ -376,19 +376,6 @@ def test_the_factory_is_ag2s_own_and_says_what_it_is() -> None:
 
 
 # --- as_ag2_tool: toolguard's own tools -------------------------------------------------
-
-
-@guard_tool
-def search(query: str, limit: int = 3) -> list[str]:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return [f"{query} {i}" for i in range(limit)]
 
 
 def test_toolguard_tools_declare_their_schema_to_ag2() -> None:

@@ -49,7 +49,7 @@ from toolguard.integrations.agent_framework import (
     as_agent_framework_tools,
 )
 
-SECRET = "db-password=hunter2"
+from ._served import SECRET, search
 
 Step = Sequence[tuple[str, dict[str, Any]]]
 
@@ -525,19 +525,6 @@ def test_bad_inputs_at_the_entry_points_are_clear() -> None:
 
 
 # --- as_agent_framework_tool: toolguard's own tools ------------------------------------------
-
-
-@guard_tool
-def search(query: str, limit: int = 3) -> list[str]:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return [f"{query} {i}" for i in range(limit)]
 
 
 def test_toolguard_tools_declare_toolguards_schema() -> None:

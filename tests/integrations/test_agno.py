@@ -37,7 +37,7 @@ from toolguard.integrations.agno import (
     toolguard_hook,
 )
 
-SECRET = "db-password=hunter2"
+from ._served import SECRET, search
 
 Step = str | Sequence[tuple[str, dict[str, Any]]]
 
@@ -460,19 +460,6 @@ def test_bad_inputs_at_the_entry_points_are_clear() -> None:
 
 
 # --- as_agno_tool: toolguard's own tools -------------------------------------------------
-
-
-@guard_tool
-def search(query: str, limit: int = 3) -> list[str]:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return [f"{query} {i}" for i in range(limit)]
 
 
 @guard_tool

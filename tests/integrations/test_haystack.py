@@ -36,7 +36,7 @@ from toolguard.integrations.haystack import (
     guard,
 )
 
-SECRET = "db-password=hunter2"
+from ._served import SECRET, asearch, search
 
 Step = str | Sequence[tuple[str, dict[str, Any]]]
 
@@ -423,32 +423,6 @@ def test_entry_points_say_what_they_take() -> None:
 
 
 # --- as_haystack_tool: toolguard's own tools ----------------------------------------------
-
-
-@guard_tool
-def search(query: str, limit: int = 3) -> list[str]:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return [f"{query} {i}" for i in range(limit)]
-
-
-@guard_tool
-async def asearch(query: str) -> str:
-    """Search, asynchronously.
-
-    Args:
-        query: What to look for.
-    """
-    await asyncio.sleep(0)
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return f"found {query}"
 
 
 def test_toolguard_tools_declare_their_schema_as_haystack_parameters() -> None:

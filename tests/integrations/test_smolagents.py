@@ -35,7 +35,7 @@ from toolguard.integrations.smolagents import (
     guard,
 )
 
-SECRET = "db-password=hunter2"
+from ._served import SECRET, search
 
 Step = str | Sequence[tuple[str, dict[str, Any]]]
 
@@ -224,19 +224,6 @@ def test_plain_functions_become_smolagents_tools_and_guarded_ones_stay() -> None
 
 
 # --- as_smolagents_tool: toolguard's own tools ------------------------------------------
-
-
-@guard_tool
-def search(query: str, limit: int = 3) -> list[str]:
-    """Search the catalogue.
-
-    Args:
-        query: What to look for.
-        limit: How many results.
-    """
-    if query == "boom":
-        raise RuntimeError(SECRET)
-    return [f"{query} {i}" for i in range(limit)]
 
 
 def test_toolguard_tools_declare_their_schema_as_smolagents_inputs() -> None:
