@@ -214,6 +214,26 @@ def answered_bad_arguments(guarded: Observation) -> None:
     assert is_error and "number" in text and guarded.runs.get("count", 0) == 0
 
 
+def judge(
+    scenario: Scenario,
+    unguarded: Observation,
+    guarded: Observation,
+    logs: list[dict[str, Any]],
+) -> None:
+    """The table's test of one played scenario: guarded as unguarded but for what the
+    scenario lets change, a failure answered as toolguard answers it, and no warning
+    logged where nothing failed (a driver adds what is its framework's own)."""
+    conforms(scenario, unguarded, guarded)
+    if scenario.name == "hidden_failure":
+        answered_hidden(guarded, logs)
+    elif scenario.name == "visible_failure":
+        answered_visible(guarded)
+    elif scenario.name == "bad_arguments":
+        answered_bad_arguments(guarded)
+    else:
+        assert all(e["log_level"] != "warning" for e in logs), logs
+
+
 def answered_unknown(guarded: Observation, tools: list[str]) -> None:
     text, is_error = guarded.model_saw[-1]
     assert is_error and text.startswith("There is no tool named 'lookpu' (did you mean 'lookup'?)")

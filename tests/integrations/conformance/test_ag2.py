@@ -105,16 +105,9 @@ def test_the_conformance_table(name: str) -> None:
     scenario = _table.BY_NAME[name]
     unguarded, _ = observe(scenario, guarded=False)
     guarded, logs = observe(scenario, guarded=True)
-    _table.conforms(scenario, unguarded, guarded)
+    _table.judge(scenario, unguarded, guarded, logs)
     if name == "hidden_failure":
-        _table.answered_hidden(guarded, logs)
         assert _table.SECRET in repr(unguarded.model_saw)  # AG2's own traceback leaked it
-    elif name == "visible_failure":
-        _table.answered_visible(guarded)
-    elif name == "bad_arguments":
-        _table.answered_bad_arguments(guarded)
-    else:
-        assert all(e["log_level"] != "warning" for e in logs), logs
 
 
 @pytest.mark.parametrize("name", sorted(NOT_APPLICABLE))
