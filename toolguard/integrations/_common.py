@@ -8,7 +8,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from toolguard import BoundTool, Dispatcher, Tool, ToolCall, ToolResult
+from toolguard import BoundTool, Dispatcher, ReturnDirect, Scope, Tool, ToolCall, ToolResult
 from toolguard.errors import ToolDefinitionError
 from toolguard.integrations.inplace import Adapter
 
@@ -17,7 +17,9 @@ __all__ = [
     "any_agent",
     "declared_schema",
     "guarded",
+    "may_stop",
     "refuse_not_run",
+    "refuse_return_direct",
     "the_dispatcher",
     "the_tools",
 ]
@@ -37,6 +39,22 @@ def refuse_not_run(dispatcher: Dispatcher, name: str, *, framework: str, instead
             f"{', '.join(set_here)} for {name!r} cannot apply: {framework} runs this tool, "
             f"not toolguard; {instead}"
         )
+
+
+def may_stop(where: Dispatcher | Scope, name: str) -> bool:
+    """Whether the policy for ``name`` (resolved now, at every level) may ask the agent
+    loop to stop after the tool: ``return_direct`` set to anything but ``"never"``."""
+    scope = where.scope() if isinstance(where, Dispatcher) else where
+    stop = scope.policy(name).return_direct
+    return isinstance(stop, ReturnDirect) and stop.mode != "never"
+
+
+def refuse_return_direct(where: Dispatcher | Scope, name: str, *, why: str) -> None:
+    """``return_direct`` set for ``name`` where the framework has no stop toolguard can
+    set is refused (``ToolDefinitionError``: ``return_direct for 'name' <why>``), never
+    ignored."""
+    if may_stop(where, name):
+        raise ToolDefinitionError(f"return_direct for {name!r} {why}")
 
 
 def the_dispatcher(

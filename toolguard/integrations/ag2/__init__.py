@@ -55,8 +55,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'toolguard.integrations.ag2 needs AG2: pip install "toolguard-agents[ag2]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher
+from toolguard import BoundTool, Dispatcher, Tool, ToolDefinitionError
+from toolguard.integrations._common import guarded, may_stop, the_dispatcher
 from toolguard.integrations.ag2._middleware import ToolguardMiddleware
 from toolguard.integrations.ag2._tools import ToolguardAG2Tool
 
@@ -111,8 +111,7 @@ def as_ag2_tool(
     dispatcher's tools.
     """
     dispatcher, name = guarded(tool, dispatcher, adapter="as_ag2_tool")
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
+    if may_stop(dispatcher, name):
         _refuse_all(dispatcher)
     return ToolguardAG2Tool(dispatcher, name)
 

@@ -50,8 +50,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[agent-framework]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher
+from toolguard import BoundTool, Dispatcher, Tool
+from toolguard.integrations._common import guarded, refuse_return_direct, the_dispatcher
 from toolguard.integrations.agent_framework._middleware import ToolguardMiddleware
 from toolguard.integrations.agent_framework._tools import ToolguardFunctionTool
 
@@ -97,14 +97,14 @@ def as_agent_framework_tool(
             "Agent(..., middleware=[ToolguardMiddleware(dispatcher)])"
         )
     dispatcher, name = guarded(tool, dispatcher, adapter="as_agent_framework_tool")
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} cannot apply: a tool cannot end Agent Framework's "
-            "function loop; give the agent the plain function and ToolguardMiddleware "
-            "(middleware=[ToolguardMiddleware(dispatcher)]), which ends it with "
-            "MiddlewareTermination"
-        )
+    refuse_return_direct(
+        dispatcher,
+        name,
+        why="cannot apply: a tool cannot end Agent Framework's function loop; give the "
+        "agent the plain function and ToolguardMiddleware "
+        "(middleware=[ToolguardMiddleware(dispatcher)]), which ends it with "
+        "MiddlewareTermination",
+    )
     return ToolguardFunctionTool(dispatcher, name)
 
 

@@ -26,8 +26,8 @@ import pydantic
 from agno.exceptions import AgentRunException, RunCancelledException
 from agno.tools.function import ToolResult as AgnoToolResult
 
-from toolguard import Dispatcher, ReturnDirect, Scope, ToolCall, ToolError, ToolResult
-from toolguard.errors import ToolDefinitionError
+from toolguard import Dispatcher, Scope, ToolCall, ToolError, ToolResult
+from toolguard.integrations._common import refuse_return_direct as _refuse
 from toolguard.integrations._common import the_dispatcher
 from toolguard.integrations.agno._calls import call_of, schema_of
 from toolguard.integrations.inplace import Adapter, aguard_call, guard_call
@@ -137,14 +137,13 @@ def _as_arguments_object(error: pydantic.ValidationError) -> pydantic.Validation
 def refuse_return_direct(dispatcher: Dispatcher | Scope, name: str) -> None:
     """``return_direct`` set for ``name`` is refused: Agno has no per-call stop a tool
     hook can set (its stop is the tool's own ``stop_after_tool_call``)."""
-    scope = dispatcher.scope() if isinstance(dispatcher, Dispatcher) else dispatcher
-    stop = scope.policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} cannot apply: Agno ends a run after a tool only "
-            "by the tool's own stop_after_tool_call; declare it on the Agno tool "
-            "(@tool(stop_after_tool_call=True)) instead"
-        )
+    _refuse(
+        dispatcher,
+        name,
+        why="cannot apply: Agno ends a run after a tool only by the tool's own "
+        "stop_after_tool_call; declare it on the Agno tool "
+        "(@tool(stop_after_tool_call=True)) instead",
+    )
 
 
 def _delivered(outcome: Any) -> Any:

@@ -47,8 +47,13 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'toolguard.integrations.dspy needs dspy: pip install "toolguard-agents[dspy]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher, the_tools
+from toolguard import BoundTool, Dispatcher, Tool
+from toolguard.integrations._common import (
+    guarded,
+    refuse_return_direct,
+    the_dispatcher,
+    the_tools,
+)
 from toolguard.integrations.dspy._guarded import AsyncGuardedFunction, GuardedFunction
 from toolguard.integrations.dspy._tools import ToolguardDspyTool
 
@@ -63,12 +68,12 @@ __all__ = [
 
 
 def _refuse_return_direct(dispatcher: Dispatcher, name: str) -> None:
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} cannot apply: dspy.ReAct ends a trajectory only "
-            "when the model calls its finish tool; leave return_direct unset for DSPy"
-        )
+    refuse_return_direct(
+        dispatcher,
+        name,
+        why="cannot apply: dspy.ReAct ends a trajectory only when the model calls its "
+        "finish tool; leave return_direct unset for DSPy",
+    )
 
 
 def guard(tools: Iterable[Any], dispatcher: Dispatcher | None = None) -> list[Any]:

@@ -47,8 +47,13 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[haystack]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher, the_tools
+from toolguard import BoundTool, Dispatcher, Tool
+from toolguard.integrations._common import (
+    guarded,
+    refuse_return_direct,
+    the_dispatcher,
+    the_tools,
+)
 from toolguard.integrations.haystack._guarded import (
     GuardedComponentTool,
     GuardedTool,
@@ -67,13 +72,12 @@ __all__ = [
 
 
 def _refuse_return_direct(dispatcher: Dispatcher, name: str) -> None:
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} cannot apply: a Haystack Agent stops after a tool "
-            f"only by its own exit_conditions; name the tool there "
-            f"(Agent(..., exit_conditions=[{name!r}]))"
-        )
+    refuse_return_direct(
+        dispatcher,
+        name,
+        why="cannot apply: a Haystack Agent stops after a tool only by its own "
+        f"exit_conditions; name the tool there (Agent(..., exit_conditions=[{name!r}]))",
+    )
 
 
 def guard(

@@ -55,11 +55,12 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[llama-index]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool
+from toolguard import BoundTool, Dispatcher, Tool
 from toolguard.errors import register_control_flow
 from toolguard.integrations._common import (
     declared_schema,
     guarded,
+    may_stop,
     refuse_not_run,
     the_dispatcher,
     the_tools,
@@ -143,10 +144,8 @@ def _a_tool_or_function(value: object) -> bool:
 
 
 def _function_tool(dispatcher: Dispatcher, name: str) -> ToolguardFunctionTool:
-    stop = dispatcher.scope().policy(name).return_direct
-    may_stop = isinstance(stop, ReturnDirect) and stop.mode != "never"
     schema = declared_schema(name, dispatcher.tools[name].parameters)
-    return ToolguardFunctionTool(dispatcher, name, may_stop, schema)
+    return ToolguardFunctionTool(dispatcher, name, may_stop(dispatcher, name), schema)
 
 
 def as_llama_index_tool(

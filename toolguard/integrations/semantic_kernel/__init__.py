@@ -64,8 +64,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[semantic-kernel]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher
+from toolguard import BoundTool, Dispatcher, Tool, ToolDefinitionError
+from toolguard.integrations._common import guarded, refuse_return_direct, the_dispatcher
 from toolguard.integrations.semantic_kernel._filters import ToolguardFilters, refuse_sync_timeout
 from toolguard.integrations.semantic_kernel._functions import ToolguardKernelFunction
 
@@ -155,13 +155,12 @@ def as_kernel_function(
     dispatcher's tools.
     """
     dispatcher, name = guarded(tool, dispatcher, adapter="as_kernel_function")
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} needs toolguard's filters on the kernel (Semantic "
-            "Kernel's terminate): add the dispatcher's tools with guard(kernel, dispatcher, "
-            "plugin='...') instead"
-        )
+    refuse_return_direct(
+        dispatcher,
+        name,
+        why="needs toolguard's filters on the kernel (Semantic Kernel's terminate): add "
+        "the dispatcher's tools with guard(kernel, dispatcher, plugin='...') instead",
+    )
     return ToolguardKernelFunction(dispatcher, name)
 
 

@@ -51,8 +51,13 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         'pip install "toolguard-agents[smolagents]"'
     ) from error
 
-from toolguard import BoundTool, Dispatcher, ReturnDirect, Tool, ToolDefinitionError
-from toolguard.integrations._common import guarded, the_dispatcher, the_tools
+from toolguard import BoundTool, Dispatcher, Tool
+from toolguard.integrations._common import (
+    guarded,
+    refuse_return_direct,
+    the_dispatcher,
+    the_tools,
+)
 from toolguard.integrations.smolagents._guarded import GuardedTool
 from toolguard.integrations.smolagents._tools import ToolguardSmolTool
 
@@ -60,12 +65,12 @@ __all__ = ["GuardedTool", "ToolguardSmolTool", "as_smolagents_tool", "as_smolage
 
 
 def _refuse_return_direct(dispatcher: Dispatcher, name: str) -> None:
-    stop = dispatcher.scope().policy(name).return_direct
-    if isinstance(stop, ReturnDirect) and stop.mode != "never":
-        raise ToolDefinitionError(
-            f"return_direct for {name!r} cannot apply: smolagents ends a run only with "
-            "its final_answer tool; have the agent call final_answer instead"
-        )
+    refuse_return_direct(
+        dispatcher,
+        name,
+        why="cannot apply: smolagents ends a run only with its final_answer tool; have "
+        "the agent call final_answer instead",
+    )
 
 
 def guard(
