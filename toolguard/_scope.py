@@ -9,6 +9,7 @@ stores (the ``a``-prefixed twins await a store's step and async handlers)::
     scope = dispatcher.scope()                    # no conversation
     scope = session.scope(step=message_id)        # one model step of a conversation
 
+    if scope.quiet(call): ...                     # nothing to do until it fails
     refused = scope.admit(call)                   # the tool's breaker is open: answer this
     value = scope.run(call, invoke)               # the framework's invocation, under the
                                                   #   tool's timeout and retries
@@ -33,6 +34,7 @@ import pydantic
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import InvalidArguments, ToolCallFailed
 from toolguard.policy._values import ToolPolicy
+from toolguard.runner._foreign import as_is
 from toolguard.runner._pipeline import Runner
 from toolguard.schema._arguments import Arguments, any_validator
 from toolguard.sessions._steps import SessionState, State, Step
@@ -128,6 +130,21 @@ class Scope:
         if self._state is None:
             return False
         return not self._local or self._runner.foreign.breaker(call) is not None
+
+    def quiet(self, call: ToolCall) -> bool:
+        """Whether toolguard has nothing to do around ``call`` until it fails: nothing
+        to ask before it (:meth:`admit` answers ``None``, :meth:`counts` says no),
+        nothing around the invocation (no timeout or retries: :meth:`run` is
+        ``invoke()`` itself) and a success that :meth:`stands` whenever toolguard
+        sends its value as it is (:meth:`as_is`). One policy lookup, for the hot path
+        of a framework's successes (telemetry on, a shared store's session: no)."""
+        return self._local and self._runner.foreign.quiet(call)
+
+    @staticmethod
+    def as_is(value: Any) -> bool:
+        """Whether toolguard sends ``value`` as it is: text or content blocks it does
+        not mend, or a value whose JSON it sends (what :meth:`stands` asks of a value)."""
+        return as_is(value)
 
     def admit(self, call: ToolCall) -> ToolResult | None:
         """``None`` to run the tool; else the answer to send instead (its breaker is

@@ -438,3 +438,66 @@ def test_round_stops_is_the_cores_one_rule_in_either_mode() -> None:
     assert agent.round_stops([True, True], mode="all")
     with pytest.raises(InvalidOption):
         agent.round_stops([True], mode="most")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("setting", "quiet"),
+    [
+        ({}, True),
+        ({"timeout": 5.0}, False),
+        ({"retries": 2}, False),
+        ({"max_result_chars": 100}, False),
+        ({"return_direct": True}, False),
+        ({"breaker": Breaker(failures=2, cooldown=60)}, False),
+        ({"max_model_retries": 2}, True),  # a budget counts failures only
+    ],
+)
+def test_a_scope_is_quiet_only_where_nothing_is_done_before_a_failure(
+    setting: dict[str, Any], quiet: bool
+) -> None:
+    agent = Dispatcher([], external_tools=["lookup"], overrides={"lookup": ToolPolicy(**setting)})
+    assert agent.scope().quiet(CALL) is (quiet and "breaker" not in setting)
+    assert agent.session(id="t").scope(step="m1").quiet(CALL) is quiet
+
+
+def test_a_scope_is_not_quiet_with_telemetry_on_or_on_a_shared_store(redis_server: Any) -> None:
+    import uuid
+
+    from toolguard.stores import RedisStore
+
+    assert Dispatcher([], external_tools=["lookup"], telemetry=True).scope().quiet(CALL) is False
+    store = RedisStore.from_url(redis_server.url, agent=f"quiet-{uuid.uuid4().hex[:8]}")
+    agent = Dispatcher([], external_tools=["lookup"])
+    assert agent.session(id="t", store=store).scope().quiet(CALL) is False
+    assert agent.session(id="t").scope().quiet(CALL) is True
+
+
+@pytest.mark.parametrize(
+    ("value", "as_is"),
+    [
+        ("plain text", True),
+        ("caf\u00e9", True),
+        ("lone \ud800 surrogate", False),  # toolguard mends it: not as it is
+        ({"a": 1}, True),  # sent as its JSON
+        (object(), False),  # cannot be serialised: a hidden failure
+    ],
+)
+def test_as_is_says_whether_toolguard_sends_a_value_unchanged(value: object, as_is: bool) -> None:
+    assert Scope.as_is(value) is as_is
+
+
+def test_a_quiet_success_stands_and_a_value_to_mend_is_decided() -> None:
+    class Counting(ToyAdapter):
+        stood_calls = 0
+
+        def stood(self, call: ToolCall, outcome: Reply) -> Reply:
+            Counting.stood_calls += 1
+            return outcome
+
+    agent = Dispatcher([], external_tools=["lookup"])
+    plain = Reply("fine")
+    assert guard_call(agent.scope(), CALL, lambda: plain, Counting()) is plain
+    assert asyncio.run(aguard_call(agent.scope(), CALL, _async(lambda: plain), Counting())) is plain
+    assert Counting.stood_calls == 2
+    mended = guard_call(agent.scope(), CALL, lambda: Reply("a \ud800 b"), Counting())
+    assert Counting.stood_calls == 2 and mended.text == "a \ud800 b"  # decided, not cut

@@ -150,11 +150,13 @@ def guard_call(
     once, as it is (a framework that cannot run it again: the integration refuses
     ``timeout`` and ``retries`` for it instead).
     """
-    refused = scope.admit(call) if scope.counts(call) else None
-    if refused is not None:
-        return adapter.answer(call, refused)
+    quiet = scope.quiet(call)  # then nothing before or around it, one lookup
+    if not quiet and scope.counts(call):
+        refused = scope.admit(call)
+        if refused is not None:
+            return adapter.answer(call, refused)
     try:
-        outcome = scope.run(call, invoke) if run else invoke()
+        outcome = scope.run(call, invoke) if run and not quiet else invoke()
     except ToolCallFailed:
         raise
     except Exception as error:
@@ -162,6 +164,8 @@ def guard_call(
             raise
         failure: Exception = adapter.cause(call, error)
     else:
+        if quiet and _stands(scope, outcome, adapter):
+            return adapter.stood(call, outcome)
         return guard_result(scope, call, outcome, adapter)
     return adapter.answer(call, scope.failed(call, failure, tool=adapter.tool_setting(call)))
 
@@ -175,11 +179,13 @@ async def aguard_call(
     run: bool = True,
 ) -> Outcome:
     """Async :func:`guard_call`: ``invoke()`` is awaited."""
-    refused = await scope.aadmit(call) if scope.counts(call) else None
-    if refused is not None:
-        return adapter.answer(call, refused)
+    quiet = scope.quiet(call)  # then nothing before or around it, one lookup
+    if not quiet and scope.counts(call):
+        refused = await scope.aadmit(call)
+        if refused is not None:
+            return adapter.answer(call, refused)
     try:
-        outcome = await scope.arun(call, invoke) if run else await invoke()
+        outcome = await (scope.arun(call, invoke) if run and not quiet else invoke())
     except ToolCallFailed:
         raise
     except Exception as error:
@@ -187,6 +193,8 @@ async def aguard_call(
             raise
         failure: Exception = adapter.cause(call, error)
     else:
+        if quiet and _stands(scope, outcome, adapter):
+            return adapter.stood(call, outcome)
         return await aguard_result(scope, call, outcome, adapter)
     return adapter.answer(call, await scope.afailed(call, failure, tool=adapter.tool_setting(call)))
 
@@ -231,6 +239,16 @@ async def aguard_result(
     if result.is_error:
         return adapter.answer(call, result)
     return adapter.succeeded(call, outcome, result)
+
+
+def _stands(scope: Scope, outcome: Outcome, adapter: Adapter[Outcome]) -> bool:
+    """Whether a quiet call's success stands as the framework made it: not its own
+    error result, and what the model reads of it sent as it is (:meth:`Scope.as_is
+    <toolguard.Scope.as_is>`; any text, for an adapter whose :meth:`Adapter.seen` is
+    lazy). What :func:`guard_result` decides of it, without a second lookup."""
+    if adapter.own_error(outcome) is not None:
+        return False
+    return adapter.lazy_seen or scope.as_is(adapter.seen(outcome))
 
 
 def _own(

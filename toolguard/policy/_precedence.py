@@ -128,6 +128,7 @@ class Resolved:
         "max_model_retries",
         "max_result_chars",
         "model_retries_exhausted",
+        "quiet",
         "redact",
         "retries",
         "return_direct",
@@ -156,6 +157,15 @@ class Resolved:
         self.model_retries_exhausted: ExhaustedMode = settings["model_retries_exhausted"].value
         self.log_frames: LogFrames = settings["log_frames"].value
         self.max_logged_arguments: int | None = settings["max_logged_arguments"].value
+        # nothing around a call of the tool until it fails: no breaker to ask or count,
+        # no timeout or retries, and a success with nothing to cut or stop on
+        self.quiet = (
+            self.breaker is None
+            and self.timeout is None
+            and self.retries is None
+            and self.max_result_chars is None
+            and self.return_direct is NEVER
+        )
         self._policy: ToolPolicy | None = None
 
     def policy(self) -> ToolPolicy:

@@ -38,7 +38,7 @@ from toolguard.runner._attempts import (
 from toolguard.runner._pools import Pools
 from toolguard.sessions._steps import Step
 
-__all__ = ["Foreign"]
+__all__ = ["Foreign", "as_is"]
 
 T = TypeVar("T")
 
@@ -231,12 +231,17 @@ class Foreign:
         """The breaker of ``call``'s tool, as resolved now."""
         return self._resolved(call)[1].breaker
 
+    def quiet(self, call: ToolCall) -> bool:
+        """Whether toolguard has nothing to do around a call of ``call``'s tool until
+        it fails (see ``Scope.quiet``): telemetry off and a quiet policy, one lookup."""
+        return not self.guard.telemetry.on and self._resolved(call)[1].quiet
+
     def stands(self, call: ToolCall, value: object, *, counted: bool = False) -> bool:
         """Whether a success of ``call``, read as ``value``, leaves nothing to decide
         (see ``Scope.stands``; ``counted``: in a session in process memory, where a
         tool with a breaker has its success recorded): no telemetry, no
-        ``max_result_chars``, no ``return_direct``, and content toolguard can read
-        that is ``value`` itself (text or blocks it did not mend) or its JSON."""
+        ``max_result_chars``, no ``return_direct``, and content toolguard sends as it is
+        (:func:`as_is`)."""
         if self.guard.telemetry.on:
             return False
         resolved = self._resolved(call)[1]
@@ -244,13 +249,7 @@ class Foreign:
             return False
         if counted and resolved.breaker is not None:  # a session's step records it
             return False
-        if type(value) is str:
-            return value.isascii() or utf8(value) is value
-        try:
-            content = to_content(value)[0]
-        except Exception:  # noqa: BLE001 - handle_result answers it, as a hidden failure
-            return False
-        return type(content) is str or content == value
+        return as_is(value)
 
     def unknown_tool(
         self, call: ToolCall, available: tuple[str, ...], *, step: Step | None = None
@@ -314,3 +313,15 @@ class Foreign:
         except ToolUnavailable as unavailable:
             return await self.guard.afailed(unavailable, call, resolved, rules.name, step)
         return None
+
+
+def as_is(value: object) -> bool:
+    """Whether toolguard sends ``value`` as it is: text or content blocks it does not
+    mend, or a value whose JSON it sends (one it cannot serialise: no)."""
+    if type(value) is str:
+        return value.isascii() or utf8(value) is value
+    try:
+        content = to_content(value)[0]
+    except Exception:  # noqa: BLE001 - handle_result answers it, as a hidden failure
+        return False
+    return type(content) is str or content == value
