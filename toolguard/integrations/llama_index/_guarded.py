@@ -11,6 +11,7 @@ else (the tool's own outputs, error outputs included, its ``callback``, its
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
@@ -33,11 +34,12 @@ __all__ = ["GuardedTool"]
 class _Outputs(Adapter[ToolOutput]):
     """One call's LlamaIndex objects (the model's input, the exception answered)."""
 
+    lazy_seen = True  # seen is the output's text, read only where toolguard decides
     __slots__ = ("error", "tool", "tool_input")
 
-    def __init__(self, tool: GuardedTool, tool_input: dict[str, Any]) -> None:
+    def __init__(self, tool: GuardedTool, tool_input: Mapping[str, Any]) -> None:
         self.tool = tool
-        self.tool_input = tool_input
+        self.tool_input = tool_input  # the call's own arguments: copied where answered
         self.error: Exception | None = None
 
     def answer(self, call: ToolCall, result: ToolResult) -> ToolOutput:
@@ -45,7 +47,7 @@ class _Outputs(Adapter[ToolOutput]):
         return ToolOutput(
             blocks=blocks(result.content),
             tool_name=self.tool.tool_name,
-            raw_input=self.tool_input,  # as LlamaIndex's own error output has it
+            raw_input=dict(self.tool_input),  # as LlamaIndex's own error output has it
             raw_output=result.text,
             is_error=True,
             exception=self.error,
@@ -137,8 +139,9 @@ def _validator(tool: BaseTool) -> type[pydantic.BaseModel] | None:
 async def _acall(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
     ctx = kwargs.pop(self.ctx_param_name or CTX, None)
     scope = await scope_of(self.dispatcher, ctx)
-    call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
-    adapter = _Outputs(self, dict(kwargs))  # the input as the model sent it
+    arguments = dict(kwargs)  # the input as the model sent it
+    call = ToolCall(name=self.tool_name, arguments=arguments)
+    adapter = _Outputs(self, arguments)
     if self.inner_ctx is not None:
         kwargs[self.inner_ctx] = ctx
 
@@ -152,7 +155,8 @@ async def _acall(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
 def _call(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
     """Sync call (outside an agent, no ``Context``): the tool's own ``call``."""
     scope = self.dispatcher.scope()
-    call = ToolCall(name=self.tool_name, arguments=dict(kwargs))
+    arguments = dict(kwargs)
+    call = ToolCall(name=self.tool_name, arguments=arguments)
     inner = self.guarded_tool
 
     def invoke() -> ToolOutput:
@@ -162,7 +166,7 @@ def _call(self: GuardedTool, /, *args: Any, **kwargs: Any) -> ToolOutput:
         output: ToolOutput = inner(*args, **kwargs)  # a plain BaseTool
         return output
 
-    return guard_call(scope, call, invoke, _Outputs(self, dict(kwargs)), run=False)
+    return guard_call(scope, call, invoke, _Outputs(self, arguments), run=False)
 
 
 # Set after the class statement: LlamaIndex's instrumentation (DispatcherSpanMixin)
