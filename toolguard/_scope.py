@@ -65,7 +65,7 @@ class Scope:
     on the async methods only.
     """
 
-    __slots__ = ("_bridge", "_find", "_local", "_runner", "_state", "session", "step")
+    __slots__ = ("_bridge", "_find", "_key", "_local", "_runner", "_state", "session")
 
     def __init__(
         self,
@@ -88,7 +88,13 @@ class Scope:
             getattr(getattr(state, "store", None), "is_async", False)
         )
         self.session = session
-        self.step = step
+        self._key = step
+
+    @property
+    def step(self) -> str | None:
+        """The model step the calls belong to (``None``: each call a step of its own);
+        with ``find_step``, ``None`` until it is found."""
+        return self._key
 
     def _step(self) -> Step | None:
         if self._find is not None:
@@ -96,10 +102,10 @@ class Scope:
                 f"{self!r}: a scope whose step is found late (find_step=) answers on the "
                 "async methods only (aadmit, afailed, asucceeded, ...)"
             )
-        return None if self._state is None else self._state.step(self.step)
+        return None if self._state is None else self._state.step(self._key)
 
     def _astep(self) -> Step | None:
-        return None if self._state is None else self._state.astep(self.step)
+        return None if self._state is None else self._state.astep(self._key)
 
     async def _afound(self) -> Step | None:
         """The step, named now by ``find_step`` (once, at the first call that needs it;
@@ -107,9 +113,9 @@ class Scope:
         find, self._find = self._find, None
         if find is not None:
             try:
-                self.step = await find()
+                self._key = await find()
             except Exception:  # noqa: BLE001 - a step not found is a step of its own
-                self.step = None
+                self._key = None
         return self._astep()
 
     # --- the policy ----------------------------------------------------------------

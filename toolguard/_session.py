@@ -42,6 +42,7 @@ class Session:
         self._state: State = (
             SessionState(clock=clock) if store is None else store.open(id, clock=clock)
         )
+        self._scope: Scope | None = None  # scope() without a step: one, made on first use
 
     async def _astep(self, key: str | None) -> Step:
         step = self._state.astep(key)
@@ -124,6 +125,11 @@ class Session:
                 raise InvalidOption(
                     f"session.scope(find_step=...) takes an async function, got {find_step!r}"
                 )
+        if step is None and find_step is None:  # nothing in it changes: one for all calls
+            made = self._scope
+            if made is None:
+                made = self._scope = Scope(self._runner, self, self._state)
+            return made
         return Scope(self._runner, self, self._state, step, find_step)
 
     def admit(self, call: ToolCall, *, step: str | None = None) -> ToolResult | None:

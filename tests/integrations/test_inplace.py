@@ -501,3 +501,12 @@ def test_a_quiet_success_stands_and_a_value_to_mend_is_decided() -> None:
     assert Counting.stood_calls == 2
     mended = guard_call(agent.scope(), CALL, lambda: Reply("a \ud800 b"), Counting())
     assert Counting.stood_calls == 2 and mended.text == "a \ud800 b"  # decided, not cut
+
+
+def test_a_sessions_stepless_scope_is_one_and_its_step_is_read_only() -> None:
+    session = Dispatcher([], external_tools=["lookup"]).session(id="t")
+    assert session.scope() is session.scope()
+    assert session.scope(step="m1") is not session.scope(step="m1")
+    assert session.scope(step="m1").step == "m1" and session.scope().step is None
+    with pytest.raises(AttributeError):
+        session.scope().step = "m2"  # type: ignore[misc]  # shared by every call
