@@ -242,6 +242,9 @@ class Dispatcher:
             return self._workflow_session(runtime, id, clock, store)
         if id is None:
             return Session(self._runner, self._rounds, clock=clock, store=store)
+        found = self._sessions.find(id, store)
+        if found is not None:
+            return found
         return self._sessions.get(
             id,
             lambda: Session(self._runner, self._rounds, id=id, clock=clock, store=store),

@@ -44,8 +44,25 @@ class Sessions(Generic[S]):
         # least recently used first
         self._by_id: OrderedDict[str | tuple[int, str], _Kept[S]] = OrderedDict()
 
+    def find(self, id: str, store: object = None) -> S | None:
+        """The session ``id`` in ``store`` if one is kept and in use (its idle clock
+        restarted), else ``None``: the hot path, with no function made per lookup."""
+        key: str | tuple[int, str] = id if store is None else (builtins.id(store), id)
+        now = self._clock()
+        self._lock.acquire()  # not `with`: a third of a hit's cost on 3.11
+        try:
+            found = self._by_id.get(key)
+            if found is None or now - found.used >= SESSION_TTL:
+                return None
+            found.used = now
+            self._by_id.move_to_end(key)
+            return found.session
+        finally:
+            self._lock.release()
+
     def get(self, id: str, make: Callable[[], S], store: object = None) -> S:
-        """The session ``id`` (in ``store``: the same id in two stores is two sessions)."""
+        """The session ``id`` (in ``store``: the same id in two stores is two sessions),
+        made by ``make`` when none is kept in use."""
         key: str | tuple[int, str] = id if store is None else (builtins.id(store), id)
         now = self._clock()
         with self._lock:
