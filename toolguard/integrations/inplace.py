@@ -32,6 +32,11 @@ invocation of the tool, and an :class:`Adapter` for its framework's objects. The
    nothing to decide (:meth:`Scope.stands <toolguard.Scope.stands>`), no result is
    made and the outcome comes back through :meth:`Adapter.stood`.
 
+Where :meth:`Scope.quiet <toolguard.Scope.quiet>` says toolguard has nothing to do
+before a failure (one policy lookup), steps 1 and 2 are ``invoke()`` itself, and a
+success that is not the framework's own error result and whose text toolguard sends as
+it is comes back through :meth:`Adapter.stood` at once.
+
 A framework whose hooks come before and after a tool's invocation, with none around
 it (Google ADK's callbacks, Strands' hook events), admits in its before-hook
 (:meth:`Scope.aadmit <toolguard.Scope.aadmit>`), answers an exception in its
