@@ -65,7 +65,7 @@ class Scope:
     on the async methods only.
     """
 
-    __slots__ = ("_bridge", "_find", "_key", "_local", "_runner", "_state", "session")
+    __slots__ = ("_bridge", "_find", "_foreign", "_key", "_local", "_runner", "_state", "session")
 
     def __init__(
         self,
@@ -76,6 +76,7 @@ class Scope:
         find_step: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self._runner = runner
+        self._foreign = runner.foreign
         self._state = state
         # a session in process memory: for a tool without a breaker, its admit asks
         # nothing and a success changes nothing (a shared store's step may renew R5)
@@ -144,13 +145,9 @@ class Scope:
         ``invoke()`` itself) and a success that :meth:`stands` whenever toolguard
         sends its value as it is (:meth:`as_is`). One policy lookup, for the hot path
         of a framework's successes (telemetry on, a shared store's session: no)."""
-        return self._local and self._runner.foreign.quiet(call)
+        return self._local and self._foreign.quiet(call)
 
-    @staticmethod
-    def as_is(value: Any) -> bool:
-        """Whether toolguard sends ``value`` as it is: text or content blocks it does
-        not mend, or a value whose JSON it sends (what :meth:`stands` asks of a value)."""
-        return as_is(value)
+    as_is = staticmethod(as_is)  # whether toolguard sends a value as it is (see as_is)
 
     def admit(self, call: ToolCall) -> ToolResult | None:
         """``None`` to run the tool; else the answer to send instead (its breaker is

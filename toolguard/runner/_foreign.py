@@ -234,7 +234,15 @@ class Foreign:
     def quiet(self, call: ToolCall) -> bool:
         """Whether toolguard has nothing to do around a call of ``call``'s tool until
         it fails (see ``Scope.quiet``): telemetry off and a quiet policy, one lookup."""
-        return not self.guard.telemetry.on and self._resolved(call)[1].quiet
+        if self.guard.telemetry.on:
+            return False
+        name = call.name  # _resolved(call) inlined: this runs on every call
+        rules = self._names.get(name) if type(name) is str else None
+        if rules is None:
+            rules = self._rules(name)
+        if rules.version == _config._version:
+            return rules.resolved.quiet
+        return self.guard.resolved(rules).quiet
 
     def stands(self, call: ToolCall, value: object, *, counted: bool = False) -> bool:
         """Whether a success of ``call``, read as ``value``, leaves nothing to decide
@@ -317,7 +325,8 @@ class Foreign:
 
 def as_is(value: object) -> bool:
     """Whether toolguard sends ``value`` as it is: text or content blocks it does not
-    mend, or a value whose JSON it sends (one it cannot serialise: no)."""
+    mend, or a value whose JSON it sends (one it cannot serialise: no): what
+    ``Scope.stands`` asks of a value, public as ``Scope.as_is``."""
     if type(value) is str:
         return value.isascii() or utf8(value) is value
     try:
