@@ -102,14 +102,6 @@ class GuardedTool(BaseTool):
         structured.args_schema = self._accepting
         return structured
 
-    def run(self, /, *args: Any, **kwargs: Any) -> Any:
-        # Not BaseTool.run: the wrapped tool validates its arguments (and counts its
-        # usage) itself, inside the guard, so a validation error is answered too.
-        return self._run(*args, **kwargs)
-
-    async def arun(self, /, *args: Any, **kwargs: Any) -> Any:
-        return await self._arun(*args, **kwargs)
-
     def _parts(self) -> tuple[BaseTool, Dispatcher]:
         # pydantic's documented store of private attributes, read directly: reading
         # self._wrapped_tool fails the normal lookup first (an AttributeError raised and
@@ -133,3 +125,9 @@ class GuardedTool(BaseTool):
         return await aguard_call(
             scope, call, lambda: tool.arun(*args, **kwargs), _Outcomes(tool, scope), run=False
         )
+
+    # Not BaseTool.run/arun: the wrapped tool validates its arguments (and counts its
+    # usage) itself, inside the guard, so a validation error is answered too; the
+    # same functions as _run/_arun, with no frame of their own.
+    run = _run
+    arun = _arun
