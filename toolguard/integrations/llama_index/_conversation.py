@@ -46,9 +46,9 @@ async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
     if not isinstance(ctx, Context):
         return dispatcher.scope()
     try:
-        store = ctx.store
         session_id = _known.get(ctx)
         if session_id is None:
+            store = ctx.store  # a property of a property: read where it is used
             session_id = await store.get(SESSION_KEY, default=None)
             if not isinstance(session_id, str) or not session_id:
                 session_id = uuid.uuid4().hex
@@ -62,7 +62,7 @@ async def scope_of(dispatcher: Dispatcher, ctx: Any) -> Scope:
 
     async def step() -> str | None:
         try:
-            iteration = await store.get(_ITERATION, default=None)
+            iteration = await ctx.store.get(_ITERATION, default=None)
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
         return None if iteration is None else f"{run_id}:{iteration}"
