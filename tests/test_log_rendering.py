@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 
 from tests._hypothesis import PROFILE
 from toolguard import Dispatcher, ToolCall, ToolCallFailed, tool
-from toolguard._logging import REDACTED, Secrets, redact
 from toolguard._text import normalised
 from toolguard.guard import _locals
 from toolguard.guard._locals import mask_locals
+from toolguard.guard._redaction import REDACTED, Secrets, redact
 from toolguard.handlers import fail
 from toolguard.policy._values import DEFAULT_REDACT, LOG_FRAMES, LogFrames
 

@@ -22,8 +22,6 @@ from toolguard._logging import (
     EVENT_HANDLER_RAISED,
     EVENT_HIDDEN,
     EVENT_RETURN_DIRECT_FAILED,
-    Secrets,
-    arguments_for_log,
     emit,
     model_message,
     new_error_id,
@@ -42,6 +40,7 @@ from toolguard.errors import (
 )
 from toolguard.guard._content import ERROR_LIMIT, sendable
 from toolguard.guard._locals import mask_locals
+from toolguard.guard._redaction import Secrets, arguments_for_log
 from toolguard.policy._handlers import Handler, HandlerContext, fail, fill_message
 from toolguard.policy._precedence import Resolved, Setting
 from toolguard.policy._values import NEVER, ReturnDirect

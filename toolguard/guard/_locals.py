@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from toolguard._logging import REDACTED, Secrets
+from toolguard.guard._redaction import REDACTED, Secrets
 
 __all__ = ["mask_locals"]
 
