@@ -160,6 +160,33 @@ async def test_a_hidden_failure_is_logged_once_by_toolguard_not_again_by_fastmcp
     assert not [r for r in caplog.records if "Error calling tool" in r.getMessage()]
 
 
+async def test_fastmcps_own_line_stays_where_toolguard_logs_nothing(
+    logs: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """What FastMCP logs of its own ToolError, an unknown tool and rejected arguments
+    stays as unguarded: toolguard answers them and logs nothing."""
+    caplog.set_level(logging.DEBUG, logger="fastmcp")
+
+    async def run(app: FastMCP[Any]) -> list[tuple[str, str]]:
+        caplog.clear()
+        for name, arguments in (
+            ("cancel", {"order_id": 42}),
+            ("nope", {}),
+            ("refund", {"order_id": "x"}),
+        ):
+            await call(app, name, arguments)
+        return [
+            (record.levelname, record.getMessage())
+            for record in caplog.records
+            if record.name.startswith("fastmcp") and record.levelno >= logging.INFO
+        ]
+
+    plain = await run(build())
+    assert plain  # FastMCP logs these (else this test guards nothing)
+    assert await run(guarded()) == plain
+    assert not hidden(logs)
+
+
 @pytest.mark.parametrize("mask", [False, True])
 async def test_toolguards_tool_error_stays_visible_under_mask_error_details(
     mask: bool, logs: list[dict[str, Any]]

@@ -173,6 +173,42 @@ async def test_a_hidden_failure_sends_the_error_id_and_is_logged_once(
     assert not [r for r in caplog.records if r.name == "mcp.server.mcpserver.server"]
 
 
+async def test_the_sdks_own_line_stays_where_toolguard_logs_nothing(
+    mode: str, logs: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK logs its own ToolError, an unknown tool and rejected arguments in one
+    line each (INFO, no traceback); toolguard answers them and logs nothing, so the
+    SDK's line stays, as unguarded. Its result's ``_meta`` (the server's stamp) stays
+    on toolguard's answers, with toolguard's error id added where there is one."""
+    caplog.set_level(logging.INFO, logger="mcp.server.mcpserver.server")
+
+    async def run(server: MCPServer[Any]) -> tuple[list[tuple[str, str]], list[Any]]:
+        caplog.clear()
+        async with Client(server, mode=mode) as client:
+            results = [
+                await client.call_tool("cancel", {"order_id": 42}),
+                await client.call_tool("nope", {}),
+                await client.call_tool("refund", {"order_id": "x"}),
+                await client.call_tool("refund", {"order_id": 1}),
+            ]
+        lines = [
+            (record.levelname, record.getMessage())
+            for record in caplog.records
+            if record.name == "mcp.server.mcpserver.server"
+        ]
+        return lines, [result.meta or {} for result in results]
+
+    plain_lines, plain_meta = await run(build(None))
+    guarded_lines, guarded_meta = await run(guarded())
+    assert len(plain_lines) == 4 and plain_lines[-1][0] == "ERROR"  # the crash's traceback
+    assert guarded_lines == plain_lines[:3]  # the crash is logged once, by toolguard
+    assert len(hidden(logs)) == 1
+    assert all(plain_meta) or mode == "legacy"  # the legacy era stamps nothing
+    for plain, kept in zip(plain_meta, guarded_meta, strict=True):
+        assert {**plain, **kept} == kept  # the server's stamp kept
+    assert META_ERROR_ID in guarded_meta[-1]
+
+
 async def test_the_cause_is_captured_even_when_the_sdk_logger_is_off(
     logs: list[dict[str, Any]],
 ) -> None:

@@ -162,10 +162,11 @@ class _Run(Adapter[FastMCPToolResult]):
         self.visible = visible
         self.passing: BaseException | None = None
         self.kind: type[FastMCPError] | type[NotFoundError] = FastMCPToolError
+        self.capture: observe.Capture | None = None
 
     async def attempt(self, scope: Scope, call: ToolCall) -> FastMCPToolResult:
         """One run of the rest of the chain; a failure raised as what it means."""
-        capture = observe.Capture()
+        capture = self.capture = observe.Capture()
         token = observe.capturing(capture)
         try:
             return await self.call_next(self.context)
@@ -215,6 +216,8 @@ class _Run(Adapter[FastMCPToolResult]):
         return error is self.passing
 
     def answer(self, call: ToolCall, result: ToolResult) -> FastMCPToolResult:
+        if result.error_id is None and self.capture is not None:
+            self.capture.replay()  # toolguard logged nothing: FastMCP's own line stays
         if _in_process(self.context):
             raised = self.kind(result.text)
             self.passing = raised

@@ -160,10 +160,11 @@ class _Run(Adapter[HandlerResult]):
         self.visible = visible
         self.sent: Wire = {}
         self.passing: BaseException | None = None
+        self.capture: observe.Capture | None = None
 
     async def attempt(self, scope: Scope, call: ToolCall) -> HandlerResult:
         """One run of the rest of the chain; a tool's failure raised as what it means."""
-        capture = observe.Capture()
+        capture = self.capture = observe.Capture()
         token = observe.capturing(capture)
         try:
             sent = await self.call_next(self.ctx)
@@ -225,10 +226,13 @@ class _Run(Adapter[HandlerResult]):
         return error is self.passing
 
     def answer(self, call: ToolCall, result: ToolResult) -> HandlerResult:
+        if result.error_id is None and self.capture is not None:
+            self.capture.replay()  # toolguard logged nothing: the SDK's own line stays
         answer = _wire(call_tool_result(result))
-        # keep the SDK's envelope (resultType, its _meta), replace the answer
+        # keep the SDK's envelope (resultType, its _meta: the server's stamp), replace
+        # the answer (toolguard's _meta added to the SDK's)
         envelope = {k: v for k, v in self.sent.items() if k not in _ANSWER_KEYS}
-        merged = {**(envelope.get("_meta") or {}), **(answer.get("_meta") or {})}
+        merged = {**(self.sent.get("_meta") or {}), **(answer.get("_meta") or {})}
         return {**envelope, **answer, "_meta": merged} if merged else {**envelope, **answer}
 
     def own_error(self, outcome: HandlerResult) -> str | None:

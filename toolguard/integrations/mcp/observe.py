@@ -6,9 +6,11 @@ hands the exception to its middleware as it was raised, and neither offers a pub
 hook for it. Both log it from inside the ``except`` block that caught it. So while a
 guarded ``tools/call`` runs, the framework's logger is observed: a record it emits
 about the failure carries the exception (``sys.exc_info()``), which toolguard takes for
-its policy, and the record itself is dropped, since toolguard logs the hidden cause
-once, under the error id the client sees (the framework's traceback would log it a
-second time).
+its policy, and the record itself is held: dropped where toolguard logs the failure
+(a hidden cause, once, under the error id the client sees: the framework's traceback
+would log it a second time), logged as the framework logged it where toolguard logs
+nothing (a model-visible error, bad arguments, an unknown tool:
+:meth:`Capture.replay`).
 
 Nothing else of the logger changes: outside a guarded call (other tasks, other
 requests, records from other loggers) it behaves exactly as configured. While a
@@ -28,15 +30,18 @@ __all__ = ["Capture", "capturing", "observe", "reset"]
 
 
 class Capture:
-    """The exception a framework logged during one guarded call (the first one)."""
+    """The exception a framework logged during one guarded call (the first one), and
+    the records it logged about it, held until toolguard has answered."""
 
-    __slots__ = ("error",)
+    __slots__ = ("error", "held")
 
     def __init__(self) -> None:
         self.error: Exception | None = None
+        self.held: list[tuple[logging.Logger, logging.LogRecord]] = []
 
-    def take(self, record: logging.LogRecord) -> bool:
-        """Take the record's exception; ``True`` when the record is toolguard's now."""
+    def take(self, logger: logging.Logger, record: logging.LogRecord) -> bool:
+        """Take the record's exception and hold the record; ``True`` when the record
+        is toolguard's now."""
         error = sys.exc_info()[1]
         if error is None and record.exc_info:
             error = record.exc_info[1]
@@ -44,7 +49,17 @@ class Capture:
             return False
         if self.error is None:
             self.error = error
+        self.held.append((logger, record))
         return True
+
+    def replay(self) -> None:
+        """Log the held records as the framework's logger would have: for a failure
+        toolguard answered without logging it (the framework's own line for it stays)."""
+        held, self.held = self.held, []
+        for logger, record in held:
+            base = _base(logger)
+            if base.isEnabledFor(logger, record.levelno):
+                base.handle(logger, record)
 
 
 _CAPTURE: ContextVar[Capture | None] = ContextVar("toolguard_mcp_capture", default=None)
@@ -89,8 +104,8 @@ def _is_enabled_for(self: logging.Logger, level: int) -> bool:
 
 def _handle(self: logging.Logger, record: logging.LogRecord) -> None:
     capture = _CAPTURE.get()
-    if capture is not None and capture.take(record):
-        return  # toolguard answers and logs this failure itself
+    if capture is not None and capture.take(self, record):
+        return  # held until toolguard has answered (Capture.replay)
     if capture is not None and not _base(self).isEnabledFor(self, record.levelno):
         return  # created only because a call was observed: as the logger was configured
     _base(self).handle(self, record)
