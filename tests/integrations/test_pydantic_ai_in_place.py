@@ -31,10 +31,12 @@ from pydantic_ai import (
     Tool,
     ToolCallPart,
     ToolReturnPart,
+    UserError,
 )
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 import toolguard
 from toolguard import (
@@ -399,6 +401,52 @@ async def test_pydantic_ais_own_signals_pass_untouched(logs: Logs) -> None:
         "retried",
         "Only red is in stock.",
     )
+    assert logs == []
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+async def test_pydantic_ais_user_error_in_a_tool_reaches_the_developer(
+    guarded: bool, logs: Logs
+) -> None:
+    """``run_sync`` inside a sync tool is the developer's misuse: Pydantic AI raises
+    its ``UserError``, guarded as unguarded (never answered as the tool's failure)."""
+    inner = Agent("test")
+
+    def delegate() -> str:
+        """Ask another agent."""
+        return str(inner.run_sync("hello").output)
+
+    script = Script([call("delegate", {}, "c1")], [TextPart("done")])
+    agent = agent_of(script, guard_of() if guarded else None, tools=[delegate])
+    with pytest.raises(UserError, match="synchronous tool"):
+        await agent.run("go", deps=SHOP)
+    assert logs == []
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+async def test_a_sub_agents_cancelled_run_is_pydantic_ais_own_answer(
+    guarded: bool, logs: Logs
+) -> None:
+    """A sub-agent that cancels its own run inside a tool: Pydantic AI answers the
+    escaping ``RunCancelled`` with its own failed return, guarded as unguarded."""
+    inner = Agent(TestModel(), name="inner")
+
+    @inner.tool
+    async def stop(ctx: RunContext[object]) -> str:
+        """Stop."""
+        ctx.cancel()
+        return "x"
+
+    async def delegate() -> str:
+        """Ask another agent."""
+        return str((await inner.run("inner")).output)
+
+    script = Script([call("delegate", {}, "c1")], [TextPart("done")])
+    agent = agent_of(script, guard_of() if guarded else None, tools=[delegate])
+    result = await agent.run("go", deps=SHOP)
+    answered = returns(result)["c1"]
+    assert answered.outcome == "failed"
+    assert str(answered.content).startswith("The sub-agent run was cancelled")
     assert logs == []
 
 

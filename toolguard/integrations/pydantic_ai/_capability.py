@@ -41,6 +41,7 @@ from pydantic_ai import (
     ToolReturn,
     ToolReturnPart,
     UnexpectedModelBehavior,
+    UserError,
 )
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import (
@@ -115,8 +116,10 @@ class PydanticAIAdapter(Adapter[Any]):
 
     def passes(self, error: Exception) -> bool:
         """A tool out of retries: Pydantic AI ends the run with ``UnexpectedModelBehavior``
-        ("exceeded max retries"), raised around the tool, as without the guard."""
-        return isinstance(error, UnexpectedModelBehavior)
+        ("exceeded max retries"), raised around the tool, as without the guard; and
+        Pydantic AI's ``UserError``, its word for the developer's misuse (a sync
+        ``run_sync`` inside a sync tool...): raised as Pydantic AI raises it."""
+        return isinstance(error, UnexpectedModelBehavior | UserError)
 
     def seen(self, outcome: Any) -> object:
         return _stand_in(outcome)

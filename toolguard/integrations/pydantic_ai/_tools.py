@@ -26,7 +26,12 @@ from pydantic_ai import (
     UsageLimitExceeded,
 )
 from pydantic_ai import Tool as PydanticAITool
-from pydantic_ai.exceptions import SkipToolExecution, ToolFailedError, ToolRetryError
+from pydantic_ai.exceptions import (
+    RunCancelled,
+    SkipToolExecution,
+    ToolFailedError,
+    ToolRetryError,
+)
 from pydantic_ai.tools import ToolPrepareFunc
 from pydantic_core import SchemaValidator, core_schema
 from typing_extensions import Unpack
@@ -76,6 +81,7 @@ SIGNALS: Final = (
     ToolFailedError,
     SkipToolExecution,
     UsageLimitExceeded,
+    RunCancelled,  # a run cancelled (its own, or a sub-agent's Pydantic AI answers itself)
 )
 register_control_flow(*SIGNALS)
 
