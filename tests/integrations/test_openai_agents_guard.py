@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from agents import (
+    Agent,
     FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
@@ -423,6 +424,31 @@ def test_guard_keeps_the_same_tool_objects_and_leaves_other_tools_alone() -> Non
     invoker = mine.on_invoke_tool
     assert guard(guarded, shop_dispatcher())[0] is mine
     assert mine.on_invoke_tool is invoker  # guarding again guards it once
+
+
+def test_guard_hands_back_the_list_it_was_given() -> None:
+    """``agent.tools = guard(agent.tools, ...)`` keeps the app's list (the SDK's
+    ``clone()`` shares it); another iterable comes back as a new list."""
+    tools = fresh([lookup_order, refund])
+    agent = Agent(name="shop", tools=tools)
+    agent.tools = guard(agent.tools, shop_dispatcher())
+    assert agent.tools is tools
+    assert agent.clone(name="copy").tools is tools
+    again = fresh([lookup_order])
+    assert guard(iter(again), shop_dispatcher()) == again
+
+
+async def test_a_deep_copy_of_a_guarded_agent_is_guarded_by_the_same_dispatcher(
+    logs: Logs,
+) -> None:
+    dispatcher = shop_dispatcher()
+    agent = Agent(name="shop", tools=guard(fresh([lookup_order]), dispatcher))
+    copied = copy.deepcopy(agent)
+    (tool,) = copied.tools
+    assert isinstance(tool, FunctionTool) and tool is not agent.tools[0]
+    result, _ = await run([tool], [[call("lookup_order", {"order_id": 13}, "c1")], say("Sorry.")])
+    (event,) = [event for event in logs if event["event"] == "tool_error_hidden"]
+    assert outputs(result)["c1"].output == builtin("lookup_order", event["error_id"])
 
 
 def function_tool_free() -> Any:

@@ -94,6 +94,12 @@ class ToolGuard:
         self._validate: Validate | None = None
         self._validated = False
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolGuard:
+        """Itself: a deep copy of a guarded tool (an agent copied with
+        ``copy.deepcopy``) is guarded by the same dispatcher, whose locks, pools and
+        sessions are not copied (the SDK's own invoker shares its functions so too)."""
+        return self
+
     def scope(self, ctx: Any) -> Scope:
         if self.unscoped is not None:
             return self.unscoped

@@ -133,7 +133,8 @@ def guard(
 
     ``agent = Agent(..., tools=guard([lookup_order, refund], dispatcher))``
 
-    The list holds the same tool objects: each ``FunctionTool`` is guarded itself
+    A list given is returned itself (other iterables as a new list), holding the same
+    tool objects: each ``FunctionTool`` is guarded itself
     (its ``on_invoke_tool`` and ``custom_data_extractor`` are toolguard's from now
     on, wherever the tool is used; ``copy.copy(tool)`` is guarded too). A guarded tool
     answers the model as before on success (its output, untouched) and with
@@ -170,7 +171,10 @@ def guard(
     for tool in listed:
         if isinstance(tool, FunctionTool):
             _guard_one(tool, dispatcher, session)
-    return listed
+    # the tools are guarded in place: a list given is handed back itself, so that
+    # `agent.tools = guard(agent.tools, ...)` keeps the list the app (and the SDK's
+    # `clone()`, which shares it) holds
+    return tools if isinstance(tools, list) else listed
 
 
 def _an_sdk_tool(item: object) -> bool:
