@@ -187,6 +187,27 @@ async def test_fastmcps_own_line_stays_where_toolguard_logs_nothing(
     assert not hidden(logs)
 
 
+async def test_an_unknown_tool_leaves_fastmcps_trace_as_unguarded() -> None:
+    """toolguard lists the tools for its unknown-tool answer without a span of
+    FastMCP's: over the protocol a ``tools/list`` span took the call's place."""
+    from tests._otel import install
+
+    spans, _ = install()
+
+    async def traced(app: FastMCP[Any]) -> list[tuple[str, str]]:
+        spans.clear()
+        await call(app, "nope", {})
+        return [
+            (span.name, span.status.status_code.name)
+            for span in spans.get_finished_spans()
+            if "fastmcp.server.name" in (span.attributes or {})
+        ]
+
+    plain = await traced(build())
+    assert plain  # FastMCP traces the call (else this test guards nothing)
+    assert await traced(guarded()) == plain
+
+
 @pytest.mark.parametrize("mask", [False, True])
 async def test_toolguards_tool_error_stays_visible_under_mask_error_details(
     mask: bool, logs: list[dict[str, Any]]

@@ -28,6 +28,7 @@ from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, Valid
 from fastmcp.exceptions import ToolError as FastMCPToolError
 from fastmcp.server.context import Context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.telemetry import suppress_fastmcp_telemetry
 from fastmcp.tools.base import ToolResult as FastMCPToolResult
 from mcp.shared.exceptions import MCPError
 
@@ -188,11 +189,17 @@ class _Run(Adapter[FastMCPToolResult]):
             return None  # a protocol error (another middleware's rate limit...): FastMCP's
         if isinstance(raised, NotFoundError | DisabledError):
             self.kind = NotFoundError
-            return _Unknown(tuple(tool.name for tool in await self._app().list_tools()))
+            # the tools this client may see (other middleware filters them), looked up
+            # with no span of FastMCP's: over the protocol a tools/list span would take
+            # the call's place in the trace
+            with suppress_fastmcp_telemetry():
+                listed = await self._app().list_tools()
+            return _Unknown(tuple(tool.name for tool in listed))
         cause = raised.__cause__
         if isinstance(raised, ValidationError) and isinstance(cause, pydantic.ValidationError):
             self.kind = ValidationError
-            found = await self._app().get_tool(call.name)
+            with suppress_fastmcp_telemetry():
+                found = await self._app().get_tool(call.name)
             schema = found.parameters if found is not None else {}
             return scope.invalid_arguments(call, cause, schema)
         if logged is None:
