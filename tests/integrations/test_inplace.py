@@ -510,3 +510,11 @@ def test_a_sessions_stepless_scope_is_one_and_its_step_is_read_only() -> None:
     assert session.scope(step="m1").step == "m1" and session.scope().step is None
     with pytest.raises(AttributeError):
         session.scope().step = "m2"  # type: ignore[misc]  # shared by every call
+
+
+def test_an_unknown_tool_answer_never_suggests_the_name_called() -> None:
+    # a framework that lists a tool and then refuses to call it (FastMCP's auth)
+    scope = Dispatcher([], external_tools=["save"]).scope()
+    answer = scope.unknown_tool(ToolCall(name="save", id="c1"), ["save", "load"])
+    assert answer.error_kind == "unknown_tool"
+    assert "did you mean 'save'" not in answer.text and "load" in answer.text

@@ -363,8 +363,10 @@ class Guard:
         ``available`` names the tools that do exist when they are not this agent's own
         (a framework's tools, guarded in place); by default the agent's tools.
         """
-        if available is not None:
-            return self._unknown(call, name, _names_of(available))
+        if available is not None:  # never the called name itself: a framework that
+            # lists a tool it then refuses (FastMCP's auth) said "unknown" of it
+            others = tuple(known for known in available if known != call.name)
+            return self._unknown(call, name, _names_of(others))
         message = self._unknown_messages.get(name)
         if message is None:
             message = self._unknown_message(call, name, self._names)
