@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from tests.integrations import _mcp_tools as tools
 from toolguard import Breaker, Dispatcher, ToolError, ToolPolicy, tool
 from toolguard.integrations.fastmcp import ToolguardMiddleware
+from toolguard.integrations.fastmcp._middleware import FASTMCP_LOGGER
 from toolguard.integrations.mcp import META_ERROR_ID, META_RETURN_DIRECT
 
 RUNS: dict[str, int] = {}
@@ -160,30 +161,45 @@ async def test_a_hidden_failure_is_logged_once_by_toolguard_not_again_by_fastmcp
     assert not [r for r in caplog.records if "Error calling tool" in r.getMessage()]
 
 
+class _Kept(logging.Handler):
+    """Every record a logger handles (FastMCP's may not propagate to the root)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 async def test_fastmcps_own_line_stays_where_toolguard_logs_nothing(
-    logs: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+    logs: list[dict[str, Any]],
 ) -> None:
     """What FastMCP logs of its own ToolError, an unknown tool and rejected arguments
     stays as unguarded: toolguard answers them and logs nothing."""
-    caplog.set_level(logging.DEBUG, logger="fastmcp")
+    logger = logging.getLogger(FASTMCP_LOGGER)
+    kept, level = _Kept(), logger.level
+    logger.addHandler(kept)
+    logger.setLevel(logging.INFO)
 
     async def run(app: FastMCP[Any]) -> list[tuple[str, str]]:
-        caplog.clear()
+        kept.records.clear()
         for name, arguments in (
             ("cancel", {"order_id": 42}),
             ("nope", {}),
             ("refund", {"order_id": "x"}),
         ):
             await call(app, name, arguments)
-        return [
-            (record.levelname, record.getMessage())
-            for record in caplog.records
-            if record.name.startswith("fastmcp") and record.levelno >= logging.INFO
-        ]
+        return [(record.levelname, record.getMessage()) for record in kept.records]
 
-    plain = await run(build())
+    try:
+        plain = await run(build())
+        guarded_lines = await run(guarded())
+    finally:
+        logger.removeHandler(kept)
+        logger.setLevel(level)
     assert plain  # FastMCP logs these (else this test guards nothing)
-    assert await run(guarded()) == plain
+    assert guarded_lines == plain
     assert not hidden(logs)
 
 
