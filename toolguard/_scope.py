@@ -125,7 +125,7 @@ class Scope:
         """The policy that applies to the tool ``name`` now, every setting resolved
         (overrides, the tool's own, the agent's, the global defaults, the built-in):
         ``on_error``/``on_invalid_call`` are the whole chains."""
-        return self._runner.foreign.policy(name)
+        return self._foreign.policy(name)
 
     # --- before the tool runs ----------------------------------------------------------
 
@@ -136,7 +136,7 @@ class Scope:
         success); where it is ``False``, :meth:`admit` always answers ``None``."""
         if self._state is None:
             return False
-        return not self._local or self._runner.foreign.breaker(call) is not None
+        return not self._local or self._foreign.breaker(call) is not None
 
     def quiet(self, call: ToolCall) -> bool:
         """Whether toolguard has nothing to do around ``call`` until it fails: nothing
@@ -155,12 +155,12 @@ class Scope:
         if self._bridge:
             return _bridged(self.aadmit(call))
         step = self._step()
-        return None if step is None else self._runner.foreign.admit(call, step)
+        return None if step is None else self._foreign.admit(call, step)
 
     async def aadmit(self, call: ToolCall) -> ToolResult | None:
         """Async :meth:`admit` (what a session on an asyncio store must use)."""
         step = self._astep() if self._find is None else await self._afound()
-        return None if step is None else await self._runner.foreign.aadmit(call, step)
+        return None if step is None else await self._foreign.aadmit(call, step)
 
     # --- around the framework's invocation -----------------------------------------
 
@@ -168,12 +168,12 @@ class Scope:
         """``invoke()`` (the framework's own invocation of the tool) under the tool's
         ``timeout`` (on a worker thread, answered at the deadline) and ``retries``.
         What the last attempt raises propagates: answer it with :meth:`failed`."""
-        return self._runner.foreign.run(call, invoke)
+        return self._foreign.run(call, invoke)
 
     def arun(self, call: ToolCall, invoke: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """Async :meth:`run`: each attempt a task with a deadline (await what it
         returns; without a timeout or retries, ``invoke()`` itself)."""
-        return self._runner.foreign.arun(call, invoke)
+        return self._foreign.arun(call, invoke)
 
     # --- after ---------------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ class Scope:
         """
         if self._bridge:
             return _bridged(self.afailed(call, error, policy=policy, tool=tool))
-        return self._runner.foreign.handle_error(
+        return self._foreign.handle_error(
             call, error, policy=policy, tool=tool, step=self._step()
         )
 
@@ -209,7 +209,7 @@ class Scope:
     ) -> ToolResult:
         """Async :meth:`failed` (async handlers allowed)."""
         step = self._astep() if self._find is None else await self._afound()
-        return await self._runner.foreign.ahandle_error(
+        return await self._foreign.ahandle_error(
             call, error, policy=policy, tool=tool, step=step
         )
 
@@ -222,7 +222,7 @@ class Scope:
         serialised is a hidden failure."""
         if self._bridge:
             return _bridged(self.asucceeded(call, value, policy=policy))
-        return self._runner.foreign.handle_result(call, value, policy=policy, step=self._step())
+        return self._foreign.handle_result(call, value, policy=policy, step=self._step())
 
     def stands(self, call: ToolCall, value: Any) -> bool:
         """Whether a success leaves toolguard nothing to decide, so that the framework's
@@ -233,14 +233,14 @@ class Scope:
         this says no, :meth:`succeeded` decides (a value it cannot read included)."""
         if not self._local:
             return False
-        return self._runner.foreign.stands(call, value, counted=self._state is not None)
+        return self._foreign.stands(call, value, counted=self._state is not None)
 
     async def asucceeded(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
     ) -> ToolResult:
         """Async :meth:`succeeded`."""
         step = self._astep() if self._find is None else await self._afound()
-        return await self._runner.foreign.ahandle_result(call, value, policy=policy, step=step)
+        return await self._foreign.ahandle_result(call, value, policy=policy, step=step)
 
     def unknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
         """The answer to a call of a tool the framework does not have: toolguard's one
@@ -248,12 +248,12 @@ class Scope:
         answered by ``on_invalid_call``."""
         if self._bridge:
             return _bridged(self.aunknown_tool(call, available))
-        return self._runner.foreign.unknown_tool(call, tuple(available), step=self._step())
+        return self._foreign.unknown_tool(call, tuple(available), step=self._step())
 
     async def aunknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
         """Async :meth:`unknown_tool`."""
         step = self._astep() if self._find is None else await self._afound()
-        return await self._runner.foreign.aunknown_tool(call, tuple(available), step=step)
+        return await self._foreign.aunknown_tool(call, tuple(available), step=step)
 
     def invalid_arguments(
         self, call: ToolCall, error: pydantic.ValidationError, schema: Mapping[str, Any]
@@ -282,7 +282,7 @@ class Scope:
         :class:`~toolguard.ToolCallFailed` naming the tool (bounded) and that id, with
         ``error`` as its cause, for the integration's own answer. Counts against no
         breaker or budget: nothing was decided about the tool."""
-        return self._runner.foreign.aborted(call, error, event)
+        return self._foreign.aborted(call, error, event)
 
     # --- the dispatcher's own tools ------------------------------------------------------
 
