@@ -195,9 +195,7 @@ class Scope:
         """
         if self._bridge:
             return _bridged(self.afailed(call, error, policy=policy, tool=tool))
-        return self._foreign.handle_error(
-            call, error, policy=policy, tool=tool, step=self._step()
-        )
+        return self._foreign.handle_error(call, error, policy=policy, tool=tool, step=self._step())
 
     async def afailed(
         self,
@@ -209,9 +207,7 @@ class Scope:
     ) -> ToolResult:
         """Async :meth:`failed` (async handlers allowed)."""
         step = self._astep() if self._find is None else await self._afound()
-        return await self._foreign.ahandle_error(
-            call, error, policy=policy, tool=tool, step=step
-        )
+        return await self._foreign.ahandle_error(call, error, policy=policy, tool=tool, step=step)
 
     def succeeded(
         self, call: ToolCall, value: Any, *, policy: ToolPolicy | None = None
