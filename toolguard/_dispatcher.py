@@ -14,7 +14,6 @@ propagate exactly as raised.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -23,15 +22,14 @@ from typing_extensions import Unpack
 from toolguard import _engine
 from toolguard._misuse import check_calls, check_tools, not_a_call
 from toolguard._scope import Scope
-from toolguard._session import Session
+from toolguard._session import Session, workflow_session
 from toolguard._tool import AnyTool, runner_for, tool_table
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import InvalidOption, ToolDefinitionError
 from toolguard.guard._guard import Guard
-from toolguard.policy._agent import AGENT_DEFAULTS, AgentPolicy, ReturnDirectMode
+from toolguard.policy._agent import AGENT_DEFAULTS, AgentPolicy, ReturnDirectMode, code_options
 from toolguard.policy._precedence import Setting
 from toolguard.policy._values import (
-    POLICY_FIELDS,
     UNSET,
     PolicyOptions,
     ToolPolicy,
@@ -181,24 +179,11 @@ class Dispatcher:
         For an operator's tooling (``toolguard explain --policy``): the code of the
         application stays as written, the policy file changes.
         """
-        code = self._policies[-1]
-        defaults: Any = {
-            field: getattr(code.defaults, field)
-            for field in POLICY_FIELDS
-            if getattr(code.defaults, field) is not UNSET
-        }
         return Dispatcher(
             self._tools.values(),
             policy=policy,
-            overrides=code.overrides,
-            return_direct_mode=None
-            if code.return_direct_mode is UNSET
-            else code.return_direct_mode,
-            max_workers=None if code.max_workers is UNSET else code.max_workers,
-            max_abandoned=None if code.max_abandoned is UNSET else code.max_abandoned,
-            telemetry=None if code.telemetry is UNSET else code.telemetry,
             external_tools=self._external,
-            **defaults,
+            **code_options(self._policies[-1]),
         )
 
     # --- calls ---------------------------------------------------------------------
@@ -239,7 +224,7 @@ class Dispatcher:
             store = None  # the default: today's in-process state
         runtime = _engine.current()
         if runtime is not None:
-            return self._workflow_session(runtime, id, clock, store)
+            return workflow_session(runtime, (self, id), self._runner, self._rounds, clock, store)
         if id is None:
             return Session(self._runner, self._rounds, clock=clock, store=store)
         found = self._sessions.find(id, store)
@@ -251,44 +236,15 @@ class Dispatcher:
             store,
         )
 
-    def _workflow_session(
-        self,
-        runtime: _engine.WorkflowRuntime,
-        id: str | None,
-        clock: Callable[[], float] | None,
-        store: Opens | None,
-    ) -> Session:
-        """A session of a durable engine's workflow run: in its state, on its clock."""
-        if store is not None:
-            raise ToolDefinitionError(
-                f"session(): in workflow code a session's budgets and breakers live in the "
-                f"workflow's own state, which the engine replays; a {store.name} store is "
-                "outside it and would answer differently on replay. Open the session "
-                "without a store there (docs/durable.md)."
-            )
-        clock = clock or runtime.now
-        if id is None:
-            return Session(self._runner, self._rounds, clock=clock)
-        kept = runtime.sessions()
-        session: Session | None = kept.get((self, id))
-        if session is None:
-            session = kept[(self, id)] = Session(self._runner, self._rounds, id=id, clock=clock)
-        return session
-
     def _policy_store(self) -> Opens:
-        """The store a policy file names, made on first use (``toolguard.stores``)."""
+        """The store a policy file names (``store = "redis://..."``), made once."""
         made: Opens | None = self.__dict__.get("_store")
         if made is None:
-            from toolguard.stores import RedisStore
+            from toolguard.stores._policy import policy_store
 
-            url: str = self._round_settings["store"].value
-            if url.startswith("env:"):
-                found = os.environ.get(url[4:])
-                if not found:
-                    raise ToolDefinitionError(f"store = {url!r}: the variable {url[4:]} is not set")
-                url = found
-            mode = self._round_settings["store_unavailable"].value
-            made = self.__dict__.setdefault("_store", RedisStore.from_url(url, on_unavailable=mode))
+            settings = self._round_settings
+            made = policy_store(settings["store"].value, settings["store_unavailable"].value)
+            made = self.__dict__.setdefault("_store", made)
         return made
 
     def dispatch(

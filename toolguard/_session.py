@@ -12,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from toolguard._engine import WorkflowRuntime
 from toolguard._scope import Scope
 from toolguard._values import Round, ToolCall, ToolResult
-from toolguard.errors import InvalidOption
+from toolguard.errors import InvalidOption, ToolDefinitionError
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._rounds import Rounds
 from toolguard.sessions._steps import Opens, SessionState, State, Step, ToolState
 
-__all__ = ["Session"]
+__all__ = ["Session", "workflow_session"]
 
 
 class Session:
@@ -214,3 +215,34 @@ class Session:
     async def areset(self, tool: str | None = None) -> None:
         """Async :meth:`reset`."""
         await self._state.areset(tool)
+
+
+def workflow_session(
+    runtime: WorkflowRuntime,
+    key: tuple[object, str | None],
+    runner: Runner,
+    rounds: Rounds,
+    clock: Callable[[], float] | None,
+    store: Opens | None,
+) -> Session:
+    """A session of a durable engine's workflow run: in its state, on its clock.
+
+    ``key`` is the dispatcher and the session's id; a named session is found again
+    within that run only (``docs/durable.md``).
+    """
+    if store is not None:
+        raise ToolDefinitionError(
+            f"session(): in workflow code a session's budgets and breakers live in the "
+            f"workflow's own state, which the engine replays; a {store.name} store is "
+            "outside it and would answer differently on replay. Open the session "
+            "without a store there (docs/durable.md)."
+        )
+    clock = clock or runtime.now
+    id = key[1]
+    if id is None:
+        return Session(runner, rounds, clock=clock)
+    kept = runtime.sessions()
+    session: Session | None = kept.get(key)
+    if session is None:
+        session = kept[key] = Session(runner, rounds, id=id, clock=clock)
+    return session

@@ -15,7 +15,7 @@ import attrs
 from toolguard._text import normalised
 from toolguard.errors import InvalidOption
 from toolguard.policy._options import named_options, refused
-from toolguard.policy._values import DEFAULT_REDACT, UNSET, ToolPolicy, Unset
+from toolguard.policy._values import DEFAULT_REDACT, POLICY_FIELDS, UNSET, ToolPolicy, Unset
 
 __all__ = [
     "AGENT_DEFAULTS",
@@ -25,6 +25,7 @@ __all__ = [
     "AgentPolicy",
     "ReturnDirectMode",
     "check_store",
+    "code_options",
 ]
 
 ReturnDirectMode: TypeAlias = Literal["any", "all"]
@@ -158,3 +159,18 @@ class AgentPolicy:
     # this agent's calls in OpenTelemetry spans, whatever configure(telemetry=) says
     telemetry: bool | Unset = attrs.field(default=UNSET, validator=_check_bool)
     source: str | None = None
+
+
+def code_options(code: AgentPolicy) -> dict[str, Any]:
+    """The ``Dispatcher()`` options that build ``code`` again (the ones it sets): what
+    ``Dispatcher.with_policy`` passes to keep an application's code settings as written."""
+    options: dict[str, Any] = {
+        field: getattr(code.defaults, field)
+        for field in POLICY_FIELDS
+        if getattr(code.defaults, field) is not UNSET
+    }
+    options["overrides"] = code.overrides
+    for name in ("return_direct_mode", "max_workers", "max_abandoned", "telemetry"):
+        value = getattr(code, name)
+        options[name] = None if value is UNSET else value
+    return options
