@@ -15,7 +15,7 @@ from typing import Any
 from toolguard._values import ToolCall
 from toolguard.errors import InvalidOption
 
-__all__ = ["check_calls", "check_tools", "not_a_call"]
+__all__ = ["check_calls", "check_tools", "not_a_call", "not_an_error"]
 
 _TOOLCALL = "ToolCall(name=..., arguments=..., id=...)"
 
@@ -61,15 +61,27 @@ def check_tools(tools: object, dispatcher: type) -> None:
         raise InvalidOption(f"{said}, got {_what(tools)}")
 
 
-def not_a_call(value: object, method: str) -> TypeError:
-    """What ``method`` (``dispatch``, ``adispatch``) says about a ``value`` that is not
-    a :class:`~toolguard.ToolCall`: the provider's own shapes are named, with the line
+def not_a_call(value: object, method: str | None) -> TypeError:
+    """What ``method`` (``dispatch``, ``adispatch``; ``None``: any method of a tool
+    that runs elsewhere) says about a ``value`` that is not a
+    :class:`~toolguard.ToolCall`: the provider's own shapes are named, with the line
     that turns them into one."""
+    if method is None:
+        return TypeError(f"the call must be a toolguard.ToolCall; {_advice(value, '')}")
     return TypeError(f"{method}() takes one toolguard.ToolCall; {_advice(value, method)}")
 
 
+def not_an_error(value: object) -> TypeError:
+    """What ``handle_error`` (a scope's ``failed``...) says about an ``error`` that is
+    not an exception (a message, an error result)."""
+    return TypeError(
+        "the error must be the exception the tool raised (a BaseException), got "
+        f"{_what(value)}; a message of your own for the model is ToolError(message)"
+    )
+
+
 def _advice(value: object, method: str) -> str:
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple) and method.endswith("dispatch"):
         rounds = "arun" if method.startswith("a") else "run"
         return f"got a {type(value).__name__} of calls: a round is {rounds}(calls)"
     if isinstance(value, Mapping):

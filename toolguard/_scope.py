@@ -125,6 +125,8 @@ class Scope:
         """The policy that applies to the tool ``name`` now, every setting resolved
         (overrides, the tool's own, the agent's, the global defaults, the built-in):
         ``on_error``/``on_invalid_call`` are the whole chains."""
+        if not isinstance(name, str):
+            raise TypeError(f"policy() takes a tool's name (a str), got {type(name).__name__}")
         return self._foreign.policy(name)
 
     # --- before the tool runs ----------------------------------------------------------
@@ -244,12 +246,12 @@ class Scope:
         answered by ``on_invalid_call``."""
         if self._bridge:
             return _bridged(self.aunknown_tool(call, available))
-        return self._foreign.unknown_tool(call, tuple(available), step=self._step())
+        return self._foreign.unknown_tool(call, _names(available), step=self._step())
 
     async def aunknown_tool(self, call: ToolCall, available: Iterable[str]) -> ToolResult:
         """Async :meth:`unknown_tool`."""
         step = self._astep() if self._find is None else await self._afound()
-        return await self._foreign.aunknown_tool(call, tuple(available), step=step)
+        return await self._foreign.aunknown_tool(call, _names(available), step=step)
 
     def invalid_arguments(
         self, call: ToolCall, error: pydantic.ValidationError, schema: Mapping[str, Any]
@@ -259,6 +261,11 @@ class Scope:
         ``InvalidArguments``: one bounded line per problem, no value echoed, a custom
         validator's message withheld unless it is model-visible. Answer it with
         :meth:`failed`."""
+        if not isinstance(error, pydantic.ValidationError):
+            raise TypeError(
+                "invalid_arguments() takes the framework's pydantic ValidationError, got "
+                f"{type(error).__name__}; any other failure is answered with failed()"
+            )
         arguments = Arguments(
             tool=str(call.name),
             parameters=dict(schema),
@@ -308,6 +315,17 @@ class Scope:
     def __repr__(self) -> str:
         session = "no session" if self.session is None else f"session {self.session.id!r}"
         return f"Scope({session}, step={self.step!r})"
+
+
+def _names(available: Iterable[str]) -> tuple[str, ...]:
+    """The names of the tools that exist, for :meth:`Scope.unknown_tool` (one name
+    alone is refused: its letters are not the tools)."""
+    if isinstance(available, str | bytes) or not isinstance(available, Iterable):
+        raise TypeError(
+            "unknown_tool() takes the names of the tools that exist (a list of str), "
+            f"got {type(available).__name__}"
+        )
+    return tuple(available)
 
 
 def _bridged(answer: Coroutine[Any, Any, T]) -> T:

@@ -13,13 +13,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from toolguard._engine import WorkflowRuntime
+from toolguard._misuse import check_calls, not_a_call
 from toolguard._scope import Scope
 from toolguard._values import Round, ToolCall, ToolResult
 from toolguard.errors import InvalidOption, ToolDefinitionError
 from toolguard.policy._values import ToolPolicy
 from toolguard.runner._pipeline import Runner
 from toolguard.runner._rounds import Rounds
-from toolguard.sessions._steps import Opens, SessionState, State, Step, ToolState
+from toolguard.sessions._steps import Opens, SessionState, State, Step, ToolState, check_step
 
 __all__ = ["Session", "workflow_session"]
 
@@ -64,6 +65,8 @@ class Session:
     ) -> ToolResult:
         """``Dispatcher.dispatch`` as one step of this conversation, or as part of the
         step named ``step`` (calls of one model message count once, see :meth:`admit`)."""
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise not_a_call(call, "dispatch")
         state = self._state.step(step)
         return self._runner.dispatch(call, policy, context, state, framework_values)
 
@@ -78,6 +81,8 @@ class Session:
         step: str | None = None,
     ) -> ToolResult:
         """``Dispatcher.adispatch`` as one step of this conversation (or of ``step``)."""
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise not_a_call(call, "adispatch")
         state = await self._astep(step)
         return await self._runner.adispatch(call, policy, context, state, offload, framework_values)
 
@@ -90,7 +95,8 @@ class Session:
         step: str | None = None,
     ) -> Round:
         """``Dispatcher.run``: the round is one step of this conversation (or of ``step``)."""
-        return self._rounds.run(list(calls), policy, context, self._state.step(step))
+        calls = check_calls(calls, "run")
+        return self._rounds.run(calls, policy, context, self._state.step(step))
 
     async def arun(
         self,
@@ -101,7 +107,8 @@ class Session:
         step: str | None = None,
     ) -> Round:
         """``Dispatcher.arun``: the round is one step of this conversation (or of ``step``)."""
-        return await self._rounds.arun(list(calls), policy, context, await self._astep(step))
+        calls = check_calls(calls, "arun")
+        return await self._rounds.arun(calls, policy, context, await self._astep(step))
 
     # --- tools another framework runs (the in-place integrations) ---------------------
 
@@ -119,6 +126,8 @@ class Session:
         or ``None``) awaited once, only when a call needs its step (a failure, a
         breaker, a budget), never on a success with nothing to count; for a framework
         whose step costs a read. That scope answers on the async methods only."""
+        if step is not None and type(step) is not str:
+            check_step(step)
         if find_step is not None:
             if step is not None:
                 raise InvalidOption("session.scope(): give step= or find_step=, not both")

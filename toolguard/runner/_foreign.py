@@ -18,6 +18,7 @@ from typing import Final, TypeVar
 from toolguard import _engine
 from toolguard._logging import emit, new_error_id
 from toolguard._marks import is_control_flow
+from toolguard._misuse import not_a_call, not_an_error
 from toolguard._text import ID_LIMIT, shown, utf8
 from toolguard._values import ToolCall, ToolResult
 from toolguard.errors import ToolCallFailed, ToolUnavailable
@@ -77,6 +78,8 @@ class Foreign:
     def _resolved(
         self, call: ToolCall, policy: ToolPolicy | None = None, tool: ToolPolicy | None = None
     ) -> tuple[Rules, Resolved]:
+        if type(call) is not ToolCall:
+            _check_call(call)
         rules = self._rules(call.name)
         if policy is None and tool is None and rules.version == _config._version:
             return rules, rules.resolved
@@ -167,6 +170,7 @@ class Foreign:
     ) -> ToolResult:
         """Answer a failure of a tool that ran elsewhere; control flow is re-raised."""
         if is_control_flow(error):
+            _check_error(error)
             raise error
         assert isinstance(error, Exception)
         rules, resolved = self._resolved(call, policy, tool)
@@ -184,6 +188,7 @@ class Foreign:
     ) -> ToolResult:
         """Async :meth:`handle_error` (async handlers allowed)."""
         if is_control_flow(error):
+            _check_error(error)
             raise error
         assert isinstance(error, Exception)
         rules, resolved = self._resolved(call, policy, tool)
@@ -236,6 +241,8 @@ class Foreign:
         it fails (see ``Scope.quiet``): telemetry off and a quiet policy, one lookup."""
         if self.guard.telemetry.on:
             return False
+        if type(call) is not ToolCall:
+            _check_call(call)
         name = call.name  # _resolved(call) inlined: this runs on every call
         rules = self._names.get(name) if type(name) is str else None
         if rules is None:
@@ -264,6 +271,7 @@ class Foreign:
     ) -> ToolResult:
         """The answer to a call of a tool the framework does not have: toolguard's one
         wording (the closest name, the tools that exist), through the chain."""
+        _check_call(call)
         name = shown(call.name)
         error = self.guard.unknown_tool(call, name, available)
         return self.handle_error(call, error, step=step)
@@ -272,6 +280,7 @@ class Foreign:
         self, call: ToolCall, available: tuple[str, ...], *, step: Step | None = None
     ) -> ToolResult:
         """Async :meth:`unknown_tool`."""
+        _check_call(call)
         name = shown(call.name)
         error = self.guard.unknown_tool(call, name, available)
         return await self.ahandle_error(call, error, step=step)
@@ -279,6 +288,7 @@ class Foreign:
     def aborted(self, call: ToolCall, error: BaseException, event: str) -> ToolCallFailed:
         """Log ``error`` once as ``event`` (at ERROR, with a new error id) and return
         the ``ToolCallFailed`` that names it; nothing is counted in a conversation."""
+        _check_call(call)
         error_id = new_error_id()
         name = shown(call.name)
         emit(
@@ -321,6 +331,18 @@ class Foreign:
         except ToolUnavailable as unavailable:
             return await self.guard.afailed(unavailable, call, resolved, rules.name, step)
         return None
+
+
+def _check_call(call: object) -> None:
+    """Refuse a call that is not a :class:`ToolCall` (a subclass is one)."""
+    if not isinstance(call, ToolCall):
+        raise not_a_call(call, None)
+
+
+def _check_error(error: object) -> None:
+    """Refuse an ``error`` that is not an exception (a message, an error result)."""
+    if not isinstance(error, BaseException):
+        raise not_an_error(error)
 
 
 def as_is(value: object) -> bool:

@@ -18,7 +18,7 @@ import attrs
 
 from toolguard._engine import new_lock
 from toolguard._logging import emit
-from toolguard.errors import RetryWithFeedback
+from toolguard.errors import InvalidOption, RetryWithFeedback
 from toolguard.policy._precedence import Resolved
 from toolguard.policy._resilience import Breaker
 from toolguard.sessions._rules import (
@@ -33,7 +33,7 @@ from toolguard.sessions._rules import (
     unavailable,
 )
 
-__all__ = ["MemoryStep", "Opens", "SessionState", "State", "Step", "ToolState"]
+__all__ = ["MemoryStep", "Opens", "SessionState", "State", "Step", "ToolState", "check_step"]
 
 
 @attrs.frozen
@@ -166,7 +166,11 @@ class SessionState:
 
     def step(self, key: str | None = None) -> MemoryStep:
         """A model step: a new one, or the one named ``key``."""
-        return MemoryStep(self, next(self._steps) if key is None else key)
+        if key is None:
+            return MemoryStep(self, next(self._steps))
+        if type(key) is not str:
+            check_step(key)
+        return MemoryStep(self, key)
 
     astep = step  # the async methods' spelling
 
@@ -310,3 +314,13 @@ class MemoryStep:
             emit("warning", event, tool=tool, failures=failures)
         elif event is not None:
             emit("info", event, tool=tool)
+
+
+def check_step(key: object) -> None:
+    """Refuse a step key that is not a ``str`` (every store keys a step by its text;
+    an ``int`` would meet a memory session's own numbering of unnamed steps)."""
+    if not isinstance(key, str):
+        raise InvalidOption(
+            f"step= takes a str naming the model step (the model message's id), or None "
+            f"for a step of its own; got {type(key).__name__} {repr(key)[:60]}"
+        )

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from toolguard._logging import emit
-from toolguard.sessions._steps import SessionState, ToolState
+from toolguard.sessions._steps import SessionState, ToolState, check_step
 from toolguard.stores._base import Health, Refused, StoreUnavailable
 from toolguard.stores._remote_step import SPENT, RemoteStep
 
@@ -110,6 +110,8 @@ class RemoteState:
     def _step(self, key: str | None) -> RemoteStep:
         if key is None:
             return RemoteStep(self, None)
+        if type(key) is not str:
+            check_step(key)
         with self._lock:
             found = self._named.get(key)
             if found is not None:
