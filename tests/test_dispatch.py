@@ -334,6 +334,30 @@ def test_an_unserialisable_result_is_a_hidden_failure_not_a_repr(
     assert "cannot serialise a builtins.object" in str(logs[0]["exc_info"])
 
 
+def test_an_unawaited_coroutine_is_named_as_one_in_the_hidden_cause(
+    logs: list[dict[str, Any]],
+) -> None:
+    """A sync tool that calls an async function without await: the log says so, not
+    "cannot serialise a builtins.coroutine"."""
+
+    async def fetch() -> str:
+        return "data"
+
+    made: list[Any] = []
+
+    @tool
+    def forgot() -> object:
+        made.append(fetch())
+        return made[0]
+
+    result = Dispatcher([forgot]).dispatch(ToolCall(name="forgot"))
+    made[0].close()  # closed, not left to warn "never awaited" at some later collection
+    assert result.is_error and "coroutine" not in result.content  # the model is told nothing
+    said = str(logs[0]["exc_info"])
+    assert "the tool returned a coroutine that nobody awaited" in said
+    assert "cannot serialise" not in said
+
+
 # --- rounds ----------------------------------------------------------------------
 
 

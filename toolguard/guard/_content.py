@@ -11,6 +11,7 @@ import dataclasses
 import datetime as _dt
 import decimal
 import enum
+import inspect
 import json
 import uuid
 from collections.abc import Sequence
@@ -56,6 +57,13 @@ def _jsonable(value: Any) -> Any:
         return dump(mode="json")
     if isinstance(value, tuple | Sequence) and not isinstance(value, str):
         return list(value)
+    if inspect.isawaitable(value):
+        raise ResultNotSerializable(
+            f"the tool returned a {type(value).__qualname__} that nobody awaited: an async "
+            "function called without await (await it in an async tool), or an async "
+            "framework invocation run on a sync path (an integration awaits it with "
+            "aguard_call or scope.arun)"
+        )
     raise ResultNotSerializable(
         f"cannot serialise a {type(value).__module__}.{type(value).__qualname__} for the model; "
         "return a str, a JSON-compatible value, a dataclass, attrs class or pydantic model, "
