@@ -156,9 +156,9 @@ def _cases(case: str) -> dict[str, Callable[[], Any]]:
         return value
 
     if case == "dispatch_dict_general":  # the plan that decides nothing in advance
-        from toolguard.runner import _pipeline as _runner
+        from toolguard.runner import _plan as _plans
 
-        _runner.plan_for = lambda is_async, resolved: _runner.GENERAL
+        _plans.plan_for = lambda is_async, resolved: _plans.GENERAL
     d = Dispatcher([tool(add), tool(add_async), tool(boom), tool(refuse)])
     retrying = Dispatcher([tool(add, retries=Retry(attempts=3))])
     session = Dispatcher([tool(add, breaker=Breaker())]).session()

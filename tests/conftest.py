@@ -14,7 +14,7 @@ import structlog
 from structlog.testing import capture_logs
 
 import toolguard
-from toolguard.runner import _pipeline as _runner
+from toolguard.runner import _plan as _plans
 
 # Test modules of the extras that cannot share this environment (each runs in its own,
 # .ci/extras, which fails when the framework is missing): left out of collection where
@@ -205,7 +205,7 @@ def plans(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
     config version, so dispatchers built before the test plan again.
     """
     if request.param == "general":
-        monkeypatch.setattr(_runner, "plan_for", lambda is_async, resolved: _runner.GENERAL)
+        monkeypatch.setattr(_plans, "plan_for", lambda is_async, resolved: _plans.GENERAL)
     toolguard.reset_defaults()
     yield str(request.param)
     toolguard.reset_defaults()

@@ -754,7 +754,7 @@ def test_each_failure_says_what_kind_it_is() -> None:
 
 def test_the_plans_fixture_runs_each_case_under_the_plan_it_names(plans: str) -> None:
     """The positive control for ``plans``: a plain tool is planned inline, or not at all."""
-    from toolguard.runner._pipeline import GENERAL
+    from toolguard.runner._plan import GENERAL
 
     @tool
     def ping() -> str:

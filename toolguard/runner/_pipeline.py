@@ -7,9 +7,7 @@
 There is one pipeline per colour, :meth:`Runner.dispatch` and :meth:`Runner.adispatch`,
 written as twins you can diff line by line. What can be decided without running
 anything is decided once per tool and per version of the global defaults, as a
-:class:`Plan` on the tool's :class:`Entry`: whether the sync path may call the tool
-as it is (no timeout thread, no event loop), whether the async path may await it
-right here, and whether a success needs the guard (truncation, ``return_direct``).
+``Plan`` on the tool's ``Entry`` (``runner/_plan.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from pydantic_core import ValidationError
 
@@ -27,10 +25,11 @@ from toolguard._marks import is_control_flow
 from toolguard._text import shown
 from toolguard._values import ToolCall, ToolResult, success
 from toolguard.guard._content import to_content
-from toolguard.guard._guard import Guard, Rules
+from toolguard.guard._guard import Guard
 from toolguard.policy import _config
 from toolguard.policy._precedence import Resolved
-from toolguard.policy._values import NEVER, ToolPolicy
+from toolguard.policy._values import ToolPolicy
+from toolguard.runner import _plan as plans
 from toolguard.runner._attempts import (
     GRACE,
     Attempts,
@@ -44,6 +43,7 @@ from toolguard.runner._attempts import (
     to_engine,
 )
 from toolguard.runner._foreign import Foreign
+from toolguard.runner._plan import Entry, Plan
 from toolguard.runner._pools import Pools, box, unbox
 from toolguard.schema._arguments import Arguments
 from toolguard.sessions._steps import Step
@@ -51,86 +51,7 @@ from toolguard.telemetry import _spans as _telemetry
 
 T = TypeVar("T")
 
-__all__ = ["Entry", "Plan", "Runner"]
-
-
-class Plan:
-    """How the runner runs one tool under one version of the global defaults.
-
-    * ``inline``: the sync path calls the tool as it is, on the caller's thread (a
-      sync tool with no timeout, and no async handler in its chain);
-    * ``direct``: the async path calls or awaits the tool right here (no timeout;
-      a sync tool unless the call asks to be offloaded);
-    * ``plain``: a success needs no truncation and no ``return_direct`` decision.
-
-    :data:`GENERAL` is the plan that decides nothing in advance: every tool gives the
-    same results under it. The tests run the dispatch and resilience suites with it
-    forced (``plan_for`` replaced), so both kinds of plan are pinned by the same cases.
-    """
-
-    __slots__ = ("direct", "inline", "name", "plain")
-
-    def __init__(self, *, inline: bool, direct: bool, plain: bool) -> None:
-        self.inline = inline
-        self.direct = direct
-        self.plain = plain
-        self.name = "+".join(n for n, on in (("inline", inline), ("direct", direct)) if on) or (
-            "general"
-        )
-        if plain:
-            self.name += "+plain"
-
-    def __repr__(self) -> str:
-        return f"Plan({self.name})"
-
-
-GENERAL: Final = Plan(inline=False, direct=False, plain=False)
-
-
-def plan_for(is_async: bool, resolved: Resolved) -> Plan:
-    """The plan for a tool (sync or async) under ``resolved``."""
-    untimed = resolved.timeout is None
-    return Plan(
-        inline=untimed and not is_async and not resolved.is_async,
-        direct=untimed,
-        plain=resolved.max_result_chars is None and resolved.return_direct is NEVER,
-    )
-
-
-class Entry:
-    """One of the agent's tools as the runner runs it. Its chain and plan are cached
-    on its ``rules`` (the guard's), as ``resolved`` and ``derived``, under one version."""
-
-    __slots__ = ("arguments", "description", "function", "is_async", "name", "rules", "validate")
-
-    def __init__(
-        self,
-        name: str,
-        function: Callable[..., Any],
-        arguments: Arguments,
-        is_async: bool,
-        rules: Rules,
-        description: str | None = None,
-    ) -> None:
-        self.name = name
-        self.description = description  # for telemetry: gen_ai.tool.description
-        self.function = function
-        self.arguments = arguments
-        # the validator itself, when the model's dict is all the function takes (no
-        # injected or positional-only parameters): such calls skip Arguments.bind
-        self.validate = arguments.plain_validate
-        self.is_async = is_async
-        self.rules = rules
-        rules.derive = self._plan  # the plan is kept with each resolution of the chain
-
-    def _plan(self, resolved: Resolved) -> Plan:
-        return plan_for(self.is_async, resolved)  # read at call time: tests replace it
-
-    @property
-    def plan(self) -> Plan:
-        """The plan under the chain as last resolved (for inspection)."""
-        plan: Plan = self.rules.derived if self.rules.derived is not None else GENERAL
-        return plan
+__all__ = ["Runner"]
 
 
 class Runner:
@@ -170,7 +91,7 @@ class Runner:
             self.guard.resolved(rules)
             return rules.resolved, rules.derived  # set together, under one version
         resolved = self.guard.resolved(rules, policy)
-        return resolved, plan_for(entry.is_async, resolved)
+        return resolved, plans.plan_for(entry.is_async, resolved)  # tests replace it
 
     # --- one call, sync ----------------------------------------------------------------
 
