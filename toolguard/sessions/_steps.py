@@ -322,5 +322,5 @@ def check_step(key: object) -> None:
     if not isinstance(key, str):
         raise InvalidOption(
             f"step= takes a str naming the model step (the model message's id), or None "
-            f"for a step of its own; got {type(key).__name__} {repr(key)[:60]}"
+            f"for a step of its own; got {type(key).__name__}"
         )
